@@ -1,0 +1,28 @@
+"""Atomic file writes: a reader (or a resumed run) sees the old file or the new one, never half."""
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same folder and a rename."""
+    write_with(path, lambda tmp: tmp.write_bytes(data))
+
+
+def write_with(path: Path, writer: Callable[[Path], object]) -> None:
+    """Let `writer` fill a temporary file beside `path`, flush it to disk, then rename it over."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        writer(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

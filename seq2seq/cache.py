@@ -1,0 +1,76 @@
+"""Decoding state, passed in and returned explicitly: what the decoder remembers between steps.
+
+Shapes: B rows (sentences x beams), H heads, S source length, Dh head dim, L decoder layers,
+Tmax the longest target the buffers hold.
+"""
+
+import torch
+from torch import Tensor
+
+
+class DecoderCache:
+    """Cross-attention K/V computed once per sentence, and self-attention K/V written step by step
+    into one preallocated buffer (L, 2, B, H, Tmax, Dh), so a step costs no concatenation."""
+
+    def __init__(self, cross_kv: list[tuple[Tensor, Tensor]], src_mask: Tensor, self_kv: Tensor):
+        self.cross_kv = cross_kv  # per layer, 2 x (B, H, S, Dh)
+        self.src_mask = src_mask  # (B, 1, 1, S), True where the source is not padding
+        self.self_kv = self_kv  # (L, 2, B, H, Tmax, Dh)
+        self.length = 0  # target positions written so far
+
+    def append_self_kv(self, layer: int, q: Tensor, k: Tensor, v: Tensor):
+        """Store this step's (B, H, 1, Dh) key/value; return attention inputs over every position
+        so far. No mask is needed: a step only ever sees the past."""
+        t = self.length
+        self.self_kv[layer, 0, :, :, t : t + 1] = k
+        self.self_kv[layer, 1, :, :, t : t + 1] = v
+        kv = self.self_kv[layer, :, :, :, : t + 1]
+        return q, kv[0], kv[1], None, False
+
+    def expand(self, beams: int) -> None:
+        """Give each sentence `beams` rows. Beams share their source, so after this the cross
+        K/V are never reordered: only the self-attention K/V follow the beams' parents."""
+        self.cross_kv = [
+            (k.repeat_interleave(beams, 0), v.repeat_interleave(beams, 0)) for k, v in self.cross_kv
+        ]
+        self.src_mask = self.src_mask.repeat_interleave(beams, 0)
+        self.self_kv = self.self_kv.repeat_interleave(beams, 2)
+
+    def reorder(self, beam_idx: Tensor) -> None:
+        """Row i continues the hypothesis of row beam_idx[i]: move the self-attention K/V only."""
+        t = self.length
+        self.self_kv[:, :, :, :, :t] = self.self_kv[:, :, :, :, :t].index_select(2, beam_idx)
+
+    def select(self, rows: Tensor) -> None:
+        """Keep only `rows` (finished sentences leave the batch): both caches shrink."""
+        self.cross_kv = [
+            (k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.cross_kv
+        ]
+        self.src_mask = self.src_mask.index_select(0, rows)
+        self.self_kv = self.self_kv.index_select(2, rows)
+
+
+class PrefixCache:
+    """The uncached path: keep the tokens so far and recompute the whole decoder every step, cross
+    K/V projections included (what decoders without a cache, like JoeyNMT's, do)."""
+
+    def __init__(self, memory: Tensor, src_mask: Tensor):
+        self.memory, self.src_mask = memory, src_mask  # (B, S, D), (B, 1, 1, S)
+        self.tokens: list[Tensor] = []  # one (B,) tensor per step
+
+    def expand(self, beams: int) -> None:
+        self.memory = self.memory.repeat_interleave(beams, 0)
+        self.src_mask = self.src_mask.repeat_interleave(beams, 0)
+
+    def reorder(self, beam_idx: Tensor) -> None:
+        self.tokens = [t.index_select(0, beam_idx) for t in self.tokens]
+
+    def select(self, rows: Tensor) -> None:
+        self.memory = self.memory.index_select(0, rows)
+        self.src_mask = self.src_mask.index_select(0, rows)
+        self.reorder(rows)
+
+
+def is_identity(beam_idx: Tensor) -> bool:
+    """True when every row keeps its own parent, so a reorder would copy for nothing."""
+    return bool(torch.equal(beam_idx, torch.arange(len(beam_idx), device=beam_idx.device)))

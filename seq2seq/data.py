@@ -1,0 +1,221 @@
+"""Parallel (src, tgt) sentence pairs, loaded through Hugging Face `datasets`.
+
+A corpus is named by one string:
+- `multi30k`: the official Multi30k raw files, downloaded and cached by `datasets`, or read from a
+  local folder in the same `<split>.<lang>.gz` layout (`data_dir` / SEQ2SEQ_DATA_DIR);
+- a path pattern with `{split}`: `mine/{split}.tsv` (src<TAB>tgt lines) or
+  `books/{split}.parquet` / `.json` / `.jsonl` (a `translation` column of {lang: text} dicts);
+- anything else is a Hugging Face hub dataset id with a `translation` column, optionally
+  `id:config` (e.g. `opus_books:en-fr`).
+"""
+
+import gzip
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from seq2seq.errors import Seq2SeqError
+
+MULTI30K_URL = (
+    "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
+)
+MULTI30K_LANGS = {
+    "train": ("en", "de", "fr", "cs"),
+    "val": ("en", "de", "fr", "cs"),
+    "test_2016_flickr": ("en", "de", "fr", "cs"),
+    "test_2017_flickr": ("en", "de", "fr"),
+    "test_2017_mscoco": ("en", "de", "fr"),
+}
+DATA_DIR_ENV = "SEQ2SEQ_DATA_DIR"
+TRANSLATION_FILE_FORMATS = {".parquet": "parquet", ".json": "json", ".jsonl": "json"}
+
+Pair = tuple[str, str]
+
+
+def load_pairs(
+    corpus: str, split: str, src: str, tgt: str, data_dir: str | Path | None = None
+) -> list[Pair]:
+    """All (src, tgt) pairs of one split, in corpus order, nothing filtered."""
+    if corpus == "multi30k":
+        return _load_multi30k(split, src, tgt, data_dir or os.environ.get(DATA_DIR_ENV))
+    if "{split}" in corpus:
+        return _load_file(Path(corpus.format(split=split)), src, tgt)
+    return _load_hub(corpus, split, src, tgt)
+
+
+def corpus_name(corpus: str) -> str:
+    """A short name for run directories: `multi30k`, `mine` for `mine/{split}.tsv`, `opus_books`."""
+    if "{split}" in corpus:
+        folder = Path(corpus).parent.name
+        return folder or Path(corpus).stem.replace("{split}", "").strip("._-") or "local"
+    return corpus.split(":")[0].replace("/", "_")
+
+
+@dataclass
+class FilterReport:
+    """How many training pairs each filter dropped, so the user sees what the corpus lost."""
+
+    kept: int = 0
+    empty: int = 0
+    too_long: int = 0
+    bad_ratio: int = 0
+
+    @property
+    def dropped(self) -> int:
+        return self.empty + self.too_long + self.bad_ratio
+
+
+def filter_pairs(
+    pairs: list[Pair], max_words: int = 100, max_ratio: float = 3.0
+) -> tuple[list[Pair], FilterReport]:
+    """Drop training pairs that teach nothing or mislead: empty, overlong, or wildly mismatched.
+
+    The ratio filter only applies once a side has more than 5 words, since short captions
+    ("Dogs." -> "Des chiens.") legitimately differ a lot in relative length.
+    """
+    kept, report = [], FilterReport()
+    for src_text, tgt_text in pairs:
+        n_src, n_tgt = len(src_text.split()), len(tgt_text.split())
+        if n_src == 0 or n_tgt == 0:
+            report.empty += 1
+        elif n_src > max_words or n_tgt > max_words:
+            report.too_long += 1
+        elif max(n_src, n_tgt) > 5 and max(n_src, n_tgt) > max_ratio * min(n_src, n_tgt):
+            report.bad_ratio += 1
+        else:
+            kept.append((src_text, tgt_text))
+    report.kept = len(kept)
+    if not kept:
+        raise Seq2SeqError(f"every one of the {len(pairs)} training pairs was filtered out")
+    return kept, report
+
+
+# --- Multi30k ---------------------------------------------------------------------------------
+
+
+def _load_multi30k(split: str, src: str, tgt: str, data_dir: str | Path | None) -> list[Pair]:
+    if split not in MULTI30K_LANGS:
+        raise Seq2SeqError(f"multi30k has no split {split!r}; splits: {', '.join(MULTI30K_LANGS)}")
+    for lang in (src, tgt):
+        if lang not in MULTI30K_LANGS[split]:
+            langs = ", ".join(MULTI30K_LANGS[split])
+            raise Seq2SeqError(f"multi30k {split} has no language {lang!r}; languages: {langs}")
+    if src == tgt:
+        raise Seq2SeqError(f"source and target language are both {src!r}")
+    if data_dir is None:
+        files = [MULTI30K_URL.format(split=split, lang=lang) for lang in (src, tgt)]
+    else:
+        files = [_local_file(Path(data_dir), split, lang) for lang in (src, tgt)]
+        for path in files:
+            _check_utf8(path)
+    src_lines, tgt_lines = (_read_lines(str(f)) for f in files)
+    if len(src_lines) != len(tgt_lines):
+        raise Seq2SeqError(
+            f"{files[0]} has {len(src_lines)} lines but {files[1]} has {len(tgt_lines)}; "
+            "the two sides must be line-aligned"
+        )
+    if not src_lines:
+        raise Seq2SeqError(f"{files[0]} is empty")
+    return list(zip(src_lines, tgt_lines, strict=True))
+
+
+def _local_file(data_dir: Path, split: str, lang: str) -> Path:
+    if not data_dir.is_dir():
+        raise Seq2SeqError(f"data directory {data_dir} does not exist or is not a directory")
+    for name in (f"{split}.{lang}.gz", f"{split}.{lang}"):
+        if (data_dir / name).is_file():
+            return data_dir / name
+    present = sorted(p.name.removesuffix(".gz") for p in data_dir.iterdir() if p.is_file())
+    found = ", ".join(present) or "no files"
+    raise Seq2SeqError(f"{data_dir} has no {split}.{lang}[.gz]; found: {found}")
+
+
+def _check_utf8(path: Path) -> None:
+    """Name the file and line of the first undecodable byte (datasets would only say 'failed')."""
+    try:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
+            for number, raw in enumerate(f, start=1):  # noqa: B007 (read in the handler)
+                raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Seq2SeqError(f"{path}: line {number} is not valid UTF-8 ({e.reason})") from None
+    except (OSError, EOFError) as e:
+        raise Seq2SeqError(f"{path}: cannot read ({e})") from None
+
+
+def _read_lines(data_file: str) -> list[str]:
+    """Lines of a (possibly gzipped, possibly remote) text file; splits on newlines only."""
+    ds = _datasets().load_dataset("text", data_files={"lines": data_file}, split="lines")
+    return [line.rstrip("\r") for line in ds["text"]]
+
+
+# --- local files and the hub ------------------------------------------------------------------
+
+
+def _load_file(path: Path, src: str, tgt: str) -> list[Pair]:
+    if not path.is_file():
+        raise Seq2SeqError(f"{path} does not exist or is not a file")
+    if path.suffix == ".tsv":
+        _check_utf8(path)
+        return _split_tsv(path, _read_lines(str(path)))
+    if path.suffix not in TRANSLATION_FILE_FORMATS:
+        raise Seq2SeqError(f"{path}: unknown format; use .tsv, .parquet, .json or .jsonl")
+    builder = TRANSLATION_FILE_FORMATS[path.suffix]
+    try:
+        ds = _datasets().load_dataset(builder, data_files={"data": str(path)}, split="data")
+    except Exception as e:  # datasets wraps every parse failure in its own exception types
+        raise Seq2SeqError(f"{path}: cannot load ({_first_line(e)})") from None
+    return _translation_pairs(ds, str(path), src, tgt)
+
+
+def _split_tsv(path: Path, lines: list[str]) -> list[Pair]:
+    pairs = []
+    for number, line in enumerate(lines, start=1):
+        if "\t" not in line:
+            raise Seq2SeqError(f"{path}: line {number} has no tab between source and target")
+        src_text, tgt_text = line.split("\t", 1)
+        pairs.append((src_text, tgt_text))
+    if not pairs:
+        raise Seq2SeqError(f"{path} is empty")
+    return pairs
+
+
+def _load_hub(corpus: str, split: str, src: str, tgt: str) -> list[Pair]:
+    name, _, config = corpus.partition(":")
+    datasets = _datasets()
+    try:
+        splits = datasets.load_dataset(name, config or None)
+    except Exception as e:  # offline, unknown id, bad config: datasets raises many types
+        raise Seq2SeqError(f"cannot load dataset {corpus!r} ({_first_line(e)})") from None
+    if split not in splits:
+        raise Seq2SeqError(
+            f"dataset {corpus!r} has no split {split!r}; splits: {', '.join(splits)}"
+        )
+    return _translation_pairs(splits[split], corpus, src, tgt)
+
+
+def _translation_pairs(ds, where: str, src: str, tgt: str) -> list[Pair]:
+    if "translation" not in ds.column_names:
+        raise Seq2SeqError(
+            f"{where} has no 'translation' column; columns: {', '.join(ds.column_names)}"
+        )
+    rows = ds["translation"]
+    if not rows:
+        raise Seq2SeqError(f"{where} is empty")
+    for lang in (src, tgt):
+        if lang not in rows[0]:
+            raise Seq2SeqError(f"{where} has no language {lang!r}; languages: {', '.join(rows[0])}")
+    return [(row[src], row[tgt]) for row in rows]
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
+
+
+def _datasets():
+    """Import `datasets` lazily (it costs a second) and keep its progress bars off our screen."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
+    return datasets

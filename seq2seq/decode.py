@@ -1,0 +1,238 @@
+"""Greedy and beam search over the model protocol (encode, init_cache, decode_step, cache.reorder /
+select / expand), and `translate` for lines of text.
+
+Shapes: B sentences, K beams, n active sentences, V vocabulary, t output tokens so far.
+"""
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from seq2seq.cache import is_identity
+from seq2seq.errors import Seq2SeqError
+
+PAD_ID, BOS_ID, EOS_ID = 0, 2, 3  # the tokenizer's fixed ids
+
+
+@dataclass
+class DecodeOptions:
+    beam: int = 5  # 1 means greedy search
+    nbest: int = 1
+    length_penalty: float = 1.0  # GNMT alpha: scores are divided by ((5 + length) / 6) ** alpha
+    min_len: int = 0  # output tokens before EOS is allowed
+    max_len: int | None = None  # output tokens at most; None: max_len_a * source length + max_len_b
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    use_cache: bool = True
+    batch_size: int = 64
+
+    def check(self) -> None:
+        """Reject impossible settings with a message a user can act on."""
+        if self.beam < 1:
+            raise Seq2SeqError(f"beam size must be at least 1, got {self.beam}")
+        if not 1 <= self.nbest <= self.beam:
+            raise Seq2SeqError(
+                f"nbest must be between 1 and the beam size {self.beam}, got {self.nbest}"
+            )
+        if self.min_len < 0 or (self.max_len is not None and self.max_len < 1):
+            raise Seq2SeqError("lengths must be positive (min-len >= 0, max-len >= 1)")
+        if self.max_len is not None and self.min_len > self.max_len:
+            raise Seq2SeqError(f"min-len {self.min_len} is above max-len {self.max_len}")
+        if self.batch_size < 1:
+            raise Seq2SeqError(f"batch size must be at least 1, got {self.batch_size}")
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]  # output ids, EOS excluded
+    score: float  # sum of log-probabilities (EOS included) divided by the length penalty
+
+
+@dataclass
+class Translations:
+    nbest: list[list[tuple[str, float]]]  # per input line: (text, score), best first
+    truncated: int = 0  # lines cut to the model's longest source
+    best: list[str] = field(init=False)
+
+    def __post_init__(self):
+        self.best = [hyps[0][0] if hyps else "" for hyps in self.nbest]
+
+
+@torch.inference_mode()
+def translate(model, tokenizer, lines: list[str], options: DecodeOptions) -> Translations:
+    """Translate lines in length-sorted batches, returning results in input order; a blank line
+    gives an empty translation without touching the model."""
+    options.check()
+    device = next(model.parameters()).device
+    max_src = model.cfg.max_positions - 1  # room for EOS
+    ids = tokenizer.encode(lines)
+    truncated = sum(len(x) > max_src for x in ids)
+    ids = [[*x[:max_src], EOS_ID] for x in ids]
+    todo = sorted((i for i, line in enumerate(lines) if line.strip()), key=lambda i: len(ids[i]))
+    nbest: list[list[tuple[str, float]]] = [[] for _ in lines]
+    for start in range(0, len(todo), options.batch_size):
+        chunk = todo[start : start + options.batch_size]
+        src = pad([ids[i] for i in chunk]).to(device)
+        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
+            hyps = search(model, src, options)
+        for i, sentence_hyps in zip(chunk, hyps, strict=True):
+            texts = tokenizer.decode([h.tokens for h in sentence_hyps])
+            nbest[i] = [(text, h.score) for text, h in zip(texts, sentence_hyps, strict=True)]
+    return Translations(nbest, truncated)
+
+
+def search(model, src: Tensor, options: DecodeOptions) -> list[list[Hypothesis]]:
+    """Greedy when the beam is 1 (same result as beam_search, cheaper), beam search otherwise."""
+    max_lens = max_lengths(src, options, model.cfg.max_positions - 1)
+    if options.beam == 1:
+        return [
+            [h]
+            for h in greedy(
+                model, src, max_lens, options.min_len, options.length_penalty, options.use_cache
+            )
+        ]
+    return beam_search(
+        model,
+        src,
+        options.beam,
+        max_lens,
+        options.min_len,
+        options.length_penalty,
+        options.nbest,
+        options.use_cache,
+    )
+
+
+@torch.inference_mode()
+def greedy(
+    model, src: Tensor, max_lens: Tensor, min_len: int = 0, alpha: float = 1.0, use_cache=True
+) -> list[Hypothesis]:
+    """The most likely next token at every step. src (B, S) ids; max_lens (B,) output limits."""
+    B = src.size(0)
+    memory, src_mask = model.encode(src)
+    cache = model.init_cache(memory, src_mask, int(max_lens.max()) + 1, use_cache)
+    sent = torch.arange(B, device=src.device)  # (n,) which sentence each active row is
+    tokens = torch.full((B,), BOS_ID, device=src.device)
+    history = torch.zeros(B, 0, dtype=torch.long, device=src.device)  # (n, t)
+    scores = torch.zeros(B, device=src.device)
+    results: list[Hypothesis | None] = [None] * B
+    for t in range(int(max_lens.max()) + 1):
+        logprobs = model.decode_step(tokens, cache).float().log_softmax(-1)  # (n, V)
+        constrain(logprobs, t, min_len, max_lens[sent])
+        best, tokens = logprobs.max(-1)
+        scores += best
+        done = tokens == EOS_ID
+        for row in done.nonzero()[:, 0].tolist():
+            length = history.size(1) + 1
+            results[sent[row]] = Hypothesis(
+                history[row].tolist(), scores[row].item() / penalty(length, alpha)
+            )
+        history = torch.cat([history, tokens[:, None]], dim=1)
+        if done.any():
+            keep = (~done).nonzero()[:, 0]
+            if len(keep) == 0:
+                break
+            cache.select(keep)
+            sent, tokens, history, scores = sent[keep], tokens[keep], history[keep], scores[keep]
+    return results
+
+
+@torch.inference_mode()
+def beam_search(
+    model,
+    src: Tensor,
+    beam: int,
+    max_lens: Tensor,
+    min_len: int = 0,
+    alpha: float = 1.0,
+    nbest: int = 1,
+    use_cache: bool = True,
+) -> list[list[Hypothesis]]:
+    """Batched beam search; per sentence the `nbest` best finished hypotheses, best first.
+
+    A sentence is done once `beam` hypotheses have ended in EOS (or at its max length); done
+    sentences leave the active batch, shrinking both caches. As in fairseq, only EOS candidates
+    ranked within the top `beam` are finished, which makes beam 1 identical to greedy search.
+    """
+    B, K = src.size(0), beam
+    memory, src_mask = model.encode(src)
+    cache = model.init_cache(memory, src_mask, int(max_lens.max()) + 1, use_cache)
+    cache.expand(K)
+    device = src.device
+    sent = torch.arange(B, device=device)
+    scores = torch.full((B, K), float("-inf"), device=device)
+    scores[:, 0] = 0.0  # all beams start identical: let only the first one expand
+    history = torch.zeros(B, K, 0, dtype=torch.long, device=device)  # (n, K, t)
+    tokens = torch.full((B * K,), BOS_ID, device=device)
+    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+    for t in range(int(max_lens.max()) + 1):
+        n = len(sent)
+        logprobs = model.decode_step(tokens, cache).float().log_softmax(-1)  # (n*K, V)
+        constrain(logprobs, t, min_len, max_lens[sent].repeat_interleave(K))
+        V = logprobs.size(-1)
+        candidates = (scores[:, :, None] + logprobs.view(n, K, V)).view(n, K * V)
+        top_scores, top_idx = candidates.topk(2 * K, dim=1)  # (n, 2K), best first
+        parent, token = top_idx // V, top_idx % V
+        is_eos = token == EOS_ID
+        ends = is_eos[:, :K] & top_scores[:, :K].isfinite()
+        for i, j in ends.nonzero().tolist():
+            prefix = history[i, parent[i, j]].tolist()
+            score = top_scores[i, j].item() / penalty(len(prefix) + 1, alpha)
+            finished[sent[i]].append(Hypothesis(prefix, score))
+        # the K best candidates that do not end here carry on (a stable sort keeps score order)
+        order = torch.sort(is_eos.to(torch.uint8), dim=1, stable=True).indices[:, :K]
+        scores, parent, token = (x.gather(1, order) for x in (top_scores, parent, token))
+        history = torch.cat(
+            [history.gather(1, parent[:, :, None].expand(-1, -1, t)), token[:, :, None]], 2
+        )
+        beam_idx = (torch.arange(n, device=device)[:, None] * K + parent).view(-1)  # (n*K,)
+        done = torch.tensor([len(finished[b]) >= K for b in sent.tolist()], device=device)
+        done |= t >= max_lens[sent]
+        if done.all():
+            break
+        if done.any():
+            keep = (~done).nonzero()[:, 0]
+            cache.select(beam_idx.view(n, K)[keep].view(-1))  # reorder and shrink in one copy
+            sent, scores, history, token = sent[keep], scores[keep], history[keep], token[keep]
+        elif not is_identity(beam_idx):
+            cache.reorder(beam_idx)
+        tokens = token.reshape(-1)
+    return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]
+
+
+def constrain(logprobs: Tensor, t: int, min_len: int, max_lens: Tensor) -> None:
+    """In place: never PAD or BOS; no EOS before min_len; only EOS once a row reaches its max
+    (the max wins over min_len, so every row can always end)."""
+    eos = logprobs[:, EOS_ID].clone()
+    logprobs[:, PAD_ID] = float("-inf")
+    logprobs[:, BOS_ID] = float("-inf")
+    if t < min_len:
+        logprobs[:, EOS_ID] = float("-inf")
+    at_max = t >= max_lens
+    if at_max.any():
+        logprobs[at_max] = float("-inf")
+        logprobs[at_max, EOS_ID] = eos[at_max]
+
+
+def penalty(length: int, alpha: float) -> float:
+    """GNMT length penalty (Wu et al. 2016); alpha 0 ranks by raw log-probability."""
+    return ((5 + length) / 6) ** alpha
+
+
+def max_lengths(src: Tensor, options: DecodeOptions, limit: int) -> Tensor:
+    """Per-sentence output limit (B,): absolute, or a function of the source length."""
+    if options.max_len is not None:
+        lens = torch.full((src.size(0),), options.max_len, device=src.device)
+    else:
+        src_len = (src != PAD_ID).sum(1)
+        lens = (options.max_len_a * src_len + options.max_len_b).long()
+    return lens.clamp(min=options.min_len, max=limit)
+
+
+def pad(rows: list[list[int]]) -> Tensor:
+    """Right-pad id lists into (B, max length) with PAD_ID."""
+    out = torch.full((len(rows), max(map(len, rows))), PAD_ID, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+    return out

@@ -1,0 +1,88 @@
+"""One joint SentencePiece model for both languages, so embeddings and output layer can be tied."""
+
+import io
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import sentencepiece as spm
+
+from seq2seq.atomic import write_atomic
+from seq2seq.errors import Seq2SeqError
+
+# Fixed special ids: the model and the batcher rely on them without asking the tokenizer.
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+
+
+class Tokenizer:
+    """Text <-> piece ids through a trained SentencePiece model."""
+
+    def __init__(self, path: str | Path):
+        path = Path(path)
+        if not path.is_file():
+            raise Seq2SeqError(f"no tokenizer at {path}; run `seq2seq tokenize` or `seq2seq train`")
+        self.sp = spm.SentencePieceProcessor()
+        try:
+            self.sp.Load(str(path))
+        except (OSError, RuntimeError) as e:
+            raise Seq2SeqError(f"{path} is not a SentencePiece model ({e})") from None
+        if (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) != (
+            PAD_ID,
+            UNK_ID,
+            BOS_ID,
+            EOS_ID,
+        ):
+            raise Seq2SeqError(f"{path} was not trained with seq2seq's special ids")
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.GetPieceSize()
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        """Piece ids without BOS/EOS; the batcher adds those where each side needs them."""
+        return self.sp.Encode(texts)
+
+    def decode(self, ids: list[list[int]]) -> list[str]:
+        return self.sp.Decode(ids)
+
+    def pieces(self, text: str) -> list[str]:
+        return self.sp.EncodeAsPieces(text)
+
+
+def train_tokenizer(
+    texts: Iterable[str],
+    path: str | Path,
+    vocab_size: int = 8000,
+    model_type: str = "unigram",
+    seed_sentences: int = 2_000_000,
+) -> Tokenizer:
+    """Train on `texts` (both languages) and write the model atomically to `path`.
+
+    The vocabulary size is a ceiling: on a corpus too small for it SentencePiece stops earlier
+    instead of failing, and `vocab_size` of the result says what was reached.
+    """
+    path = Path(path)
+    model = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.Train(
+            sentence_iterator=(t for t in texts if t.strip()),
+            model_writer=model,
+            vocab_size=vocab_size,
+            model_type=model_type,
+            character_coverage=1.0,
+            hard_vocab_limit=False,
+            input_sentence_size=seed_sentences,
+            shuffle_input_sentence=True,
+            pad_id=PAD_ID,
+            unk_id=UNK_ID,
+            bos_id=BOS_ID,
+            eos_id=EOS_ID,
+            num_threads=os.cpu_count() or 1,
+            minloglevel=2,
+        )
+    except RuntimeError as e:
+        raise Seq2SeqError(
+            f"SentencePiece could not train: {str(e).strip().splitlines()[0]}"
+        ) from None
+    write_atomic(path, model.getvalue())
+    return Tokenizer(path)

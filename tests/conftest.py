@@ -1,0 +1,56 @@
+"""Shared fixtures: tiny models and small corpora written into tmp_path, never the repo."""
+
+import gzip
+from pathlib import Path
+
+import pytest
+import torch
+
+from seq2seq.model import ModelConfig, Transformer
+
+EN = ["a dog runs", "two men sit", "the cat sleeps", "a red car", "a girl plays", "the sun sets"]
+FR = [
+    "un chien court",
+    "deux hommes assis",
+    "le chat dort",
+    "une voiture rouge",
+    "une fille joue",
+    "le soleil se couche",
+]
+
+
+def tiny_model(vocab_size: int = 40, seed: int = 0, **overrides) -> Transformer:
+    """A 2+2 layer model small enough for exhaustive checks; dropout off so it is deterministic."""
+    torch.manual_seed(seed)
+    cfg = ModelConfig(
+        vocab_size=vocab_size,
+        d_model=32,
+        n_heads=4,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        d_ff=64,
+        dropout=0.0,
+        max_positions=64,
+        **overrides,
+    )
+    return Transformer(cfg).eval()
+
+
+def write_multi30k(folder: Path, sizes: dict[str, int], langs=("en", "fr"), gz: bool = True):
+    """A Multi30k-layout folder of synthetic, line-aligned captions."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, n in sizes.items():
+        for lang, words in zip(langs, (EN, FR), strict=False):
+            lines = "".join(f"{words[i % len(words)]} {i}\n" for i in range(n))
+            name = folder / f"{split}.{lang}{'.gz' if gz else ''}"
+            if gz:
+                with gzip.open(name, "wt", encoding="utf-8") as f:
+                    f.write(lines)
+            else:
+                name.write_text(lines, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def corpus_dir(tmp_path: Path) -> Path:
+    return write_multi30k(tmp_path / "corpus", {"train": 60, "val": 12, "test_2016_flickr": 12})

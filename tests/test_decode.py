@@ -1,0 +1,177 @@
+import itertools
+
+import pytest
+import torch
+
+from seq2seq.decode import (
+    EOS_ID,
+    DecodeOptions,
+    beam_search,
+    greedy,
+    max_lengths,
+    pad,
+    penalty,
+    search,
+)
+from seq2seq.errors import Seq2SeqError
+from tests.conftest import tiny_model
+
+SOURCES = [[5, 9, 12, 3], [7, 3], [11, 4, 6, 8, 20, 3], [30, 31, 3]]
+
+
+def sources():
+    return pad(SOURCES)
+
+
+def lens(n, value=12):
+    return torch.full((n,), value)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cached_equals_uncached_greedy(seed):
+    model = tiny_model(seed=seed)
+    a = greedy(model, sources(), lens(4), use_cache=True)
+    b = greedy(model, sources(), lens(4), use_cache=False)
+    assert [h.tokens for h in a] == [h.tokens for h in b]
+    assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)
+
+
+@pytest.mark.parametrize("seed,beam", [(0, 3), (1, 5), (2, 4)])
+def test_cached_equals_uncached_beam(seed, beam):
+    model = tiny_model(seed=seed)
+    a = beam_search(model, sources(), beam, lens(4), nbest=beam, use_cache=True)
+    b = beam_search(model, sources(), beam, lens(4), nbest=beam, use_cache=False)
+    assert [[h.tokens for h in x] for x in a] == [[h.tokens for h in x] for x in b]
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_beam_one_equals_greedy(seed, alpha):
+    model = tiny_model(seed=seed)
+    g = greedy(model, sources(), lens(4), alpha=alpha)
+    b = beam_search(model, sources(), 1, lens(4), alpha=alpha)
+    assert [h.tokens for h in g] == [x[0].tokens for x in b]
+    assert [h.score for h in g] == pytest.approx([x[0].score for x in b])
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_batched_equals_one_by_one(beam):
+    model = tiny_model(seed=4)
+    options = DecodeOptions(beam=beam, nbest=beam, max_len=10)
+    batched = search(model, sources(), options)
+    for i, src in enumerate(SOURCES):
+        alone = search(model, pad([src]), options)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
+
+
+def test_extra_source_padding_changes_nothing():
+    model = tiny_model(seed=5)
+    options = DecodeOptions(beam=3, nbest=3, max_len=10)
+    padded = torch.cat([sources(), torch.zeros(4, 5, dtype=torch.long)], dim=1)
+    a, b = search(model, sources(), options), search(model, padded, options)
+    assert [[h.tokens for h in x] for x in a] == [[h.tokens for h in x] for x in b]
+
+
+class CountingLinear(torch.nn.Module):
+    """Wraps a projection and counts the rows (sentences x beams) it projects."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.calls, self.rows = inner, 0, 0
+
+    def forward(self, x):
+        self.calls += 1
+        self.rows += x.size(0)
+        return self.inner(x)
+
+
+@pytest.mark.parametrize("beam,max_len", [(1, 5), (1, 20), (4, 5), (4, 20)])
+def test_cross_attention_kv_projected_once_per_layer(beam, max_len):
+    model = tiny_model(seed=6)
+    counters = []
+    for layer in model.decoder:
+        layer.cross_attn.kv = CountingLinear(layer.cross_attn.kv)
+        counters.append(layer.cross_attn.kv)
+    search(model, sources(), DecodeOptions(beam=beam, nbest=1, min_len=max_len, max_len=max_len))
+    # one call per layer, over the 4 sentences only: beams share the projected K/V
+    assert [(c.calls, c.rows) for c in counters] == [(1, 4)] * len(model.decoder)
+
+
+def test_uncached_path_reprojects_every_step():
+    model = tiny_model(seed=6)
+    layer = model.decoder[0].cross_attn
+    layer.kv = CountingLinear(layer.kv)
+    search(model, sources(), DecodeOptions(beam=1, min_len=8, max_len=8, use_cache=False))
+    assert layer.kv.calls == 9  # 8 tokens + EOS
+
+
+def sequence_score(model, src, tokens, alpha):
+    """Exact log-probability of src -> tokens + EOS by teacher forcing, length-normalised."""
+    tgt = torch.tensor([[2, *tokens]])
+    out = torch.tensor([[*tokens, EOS_ID]])
+    with torch.no_grad():
+        logprobs = model(src, tgt).log_softmax(-1)
+    return logprobs.gather(-1, out[..., None]).sum().item() / penalty(len(tokens) + 1, alpha)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_beam_search_finds_exhaustive_optimum(seed, alpha):
+    """With vocabulary {unk, a, b, c} + EOS and at most 3 tokens, a wide enough beam is exact."""
+    model = tiny_model(vocab_size=7, seed=seed)
+    src = torch.tensor([[4, 5, 6, 3]])
+    words = [1, 4, 5, 6]
+    candidates = [list(seq) for n in range(4) for seq in itertools.product(words, repeat=n)]
+    scores = {tuple(c): sequence_score(model, src, c, alpha) for c in candidates}
+    best = max(scores, key=scores.get)
+    found = beam_search(
+        model, src, beam=len(candidates), max_lens=torch.tensor([3]), alpha=alpha, nbest=5
+    )[0]
+    assert found[0].tokens == list(best)
+    assert found[0].score == pytest.approx(scores[best], abs=1e-4)
+    top5 = sorted(scores.values(), reverse=True)[:5]
+    assert [h.score for h in found] == pytest.approx(top5, abs=1e-4)
+
+
+def test_nbest_sorted_and_distinct():
+    model = tiny_model(seed=7)
+    results = beam_search(model, sources(), 5, lens(4), nbest=5)
+    for hyps in results:
+        scores = [h.score for h in hyps]
+        assert scores == sorted(scores, reverse=True)
+        assert len({tuple(h.tokens) for h in hyps}) == len(hyps) == 5
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+@pytest.mark.parametrize("min_len,max_len", [(0, 3), (6, 6), (4, 9)])
+def test_length_limits_are_respected(beam, min_len, max_len):
+    model = tiny_model(seed=8)
+    options = DecodeOptions(beam=beam, nbest=beam, min_len=min_len, max_len=max_len)
+    for hyps in search(model, sources(), options):
+        for h in hyps:
+            assert min_len <= len(h.tokens) <= max_len
+            assert EOS_ID not in h.tokens and 0 not in h.tokens and 2 not in h.tokens
+
+
+def test_default_max_len_follows_source_length():
+    options = DecodeOptions(max_len_a=1.0, max_len_b=2)
+    assert max_lengths(sources(), options, limit=63).tolist() == [6, 4, 8, 5]
+    options.min_len = 7  # a minimum length the user asked for wins over the default maximum
+    assert max_lengths(sources(), options, limit=63).tolist() == [7, 7, 8, 7]
+    assert max_lengths(sources(), options, limit=6).tolist() == [6, 6, 6, 6]
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(beam=0), "beam size must be at least 1"),
+        (dict(beam=2, nbest=3), "nbest must be between 1 and the beam size 2"),
+        (dict(min_len=-1), "lengths must be positive"),
+        (dict(max_len=0), "lengths must be positive"),
+        (dict(min_len=5, max_len=4), "min-len 5 is above max-len 4"),
+        (dict(batch_size=0), "batch size must be at least 1"),
+    ],
+)
+def test_bad_options_are_rejected(kwargs, message):
+    with pytest.raises(Seq2SeqError, match=message):
+        DecodeOptions(**kwargs).check()

@@ -1,0 +1,86 @@
+import pytest
+import torch
+
+from seq2seq.model import PRESETS, Transformer, preset_config
+from tests.conftest import tiny_model
+
+
+def random_batch(seed=1, B=3, S=7, T=6, V=40):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, V, (B, S), generator=g)
+    src[0, S - 2 :] = 0  # one padded source
+    tgt = torch.randint(4, V, (B, T), generator=g)
+    return src, tgt
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_decode_step_reproduces_forward(norm_first, use_cache):
+    model = tiny_model(norm_first=norm_first)
+    src, tgt = random_batch()
+    with torch.no_grad():
+        full = model(src, tgt)
+        memory, src_mask = model.encode(src)
+        cache = model.init_cache(memory, src_mask, tgt.size(1), use_cache)
+        steps = torch.stack([model.decode_step(tgt[:, t], cache) for t in range(tgt.size(1))], 1)
+    torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-5)
+
+
+def test_causality_later_tokens_never_change_earlier_logits():
+    model = tiny_model()
+    src, tgt = random_batch()
+    changed = tgt.clone()
+    changed[:, 4:] = torch.randint(4, 40, changed[:, 4:].shape)
+    with torch.no_grad():
+        a, b = model(src, tgt), model(src, changed)
+    torch.testing.assert_close(a[:, :4], b[:, :4])
+    assert not torch.allclose(a[:, 4:], b[:, 4:])
+
+
+def test_extra_source_padding_changes_nothing():
+    model = tiny_model()
+    src, tgt = random_batch()
+    padded = torch.cat([src, torch.zeros(3, 5, dtype=torch.long)], dim=1)
+    with torch.no_grad():
+        torch.testing.assert_close(model(src, tgt), model(padded, tgt), atol=1e-5, rtol=1e-5)
+
+
+def test_batched_forward_equals_one_by_one():
+    model = tiny_model()
+    src, tgt = random_batch()
+    with torch.no_grad():
+        batched = model(src, tgt)
+        for i in range(3):
+            length = int((src[i] != 0).sum())
+            alone = model(src[i : i + 1, :length], tgt[i : i + 1])
+            torch.testing.assert_close(alone[0], batched[i], atol=1e-5, rtol=1e-5)
+
+
+def test_cross_attention_weights_are_distributions_over_real_source():
+    model = tiny_model()
+    src, tgt = random_batch()
+    weights = []
+    with torch.no_grad():
+        memory, src_mask = model.encode(src)
+        model.decode_all(tgt, memory, src_mask, weights)
+    assert len(weights) == model.cfg.n_decoder_layers
+    w = weights[-1]  # (B, H, T, S)
+    assert w.shape == (3, 4, 6, 7)
+    torch.testing.assert_close(w.sum(-1), torch.ones(3, 4, 6))
+    assert w[0, :, :, -2:].abs().max() == 0  # padding gets no attention
+
+
+def test_tied_embeddings_share_one_matrix():
+    model = tiny_model()
+    names = [n for n, _ in model.named_parameters()]
+    assert "embed.weight" in names and not any("generator" in n for n in names)
+    assert any("generator" in n for n, _ in tiny_model(tie_embeddings=False).named_parameters())
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_presets_build(preset):
+    cfg = preset_config(preset, vocab_size=8000)
+    assert cfg.d_model % cfg.n_heads == 0
+    if preset == "small":  # the JoeyNMT peer's shape: 7.6M parameters with an 8000 vocab
+        n = sum(p.numel() for p in Transformer(cfg).parameters())
+        assert 7.5e6 < n < 7.7e6

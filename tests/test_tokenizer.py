@@ -1,0 +1,44 @@
+import pytest
+
+from seq2seq.errors import Seq2SeqError
+from seq2seq.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, train_tokenizer
+from tests.conftest import EN, FR
+
+TEXTS = [f"{e} {i}" for i, e in enumerate(EN * 20)] + [f"{f} {i}" for i, f in enumerate(FR * 20)]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    return train_tokenizer(
+        TEXTS, tmp_path_factory.mktemp("tok") / "tokenizer.model", vocab_size=120
+    )
+
+
+def test_special_ids_are_fixed(tokenizer):
+    sp = tokenizer.sp
+    assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (PAD_ID, UNK_ID, BOS_ID, EOS_ID)
+    assert tokenizer.vocab_size <= 120
+
+
+@pytest.mark.parametrize("text", ["a dog runs 12", "le chat dort", "une fille joue 7", ""])
+def test_round_trip(tokenizer, text):
+    assert tokenizer.decode(tokenizer.encode([text])) == [text]
+
+
+def test_encoding_never_adds_specials(tokenizer):
+    ids = tokenizer.encode(["a dog runs"])[0]
+    assert ids and not {PAD_ID, BOS_ID, EOS_ID} & set(ids)
+
+
+def test_reload_gives_same_ids(tokenizer, tmp_path):
+    path = tmp_path / "copy.model"
+    path.write_bytes(tokenizer.sp.serialized_model_proto())
+    assert Tokenizer(path).encode(["le chat dort"]) == tokenizer.encode(["le chat dort"])
+
+
+def test_missing_or_broken_model_is_a_clean_error(tmp_path):
+    with pytest.raises(Seq2SeqError, match="no tokenizer at"):
+        Tokenizer(tmp_path / "none.model")
+    (tmp_path / "bad.model").write_bytes(b"not a model")
+    with pytest.raises(Seq2SeqError, match="is not a SentencePiece model"):
+        Tokenizer(tmp_path / "bad.model")
