@@ -18,6 +18,9 @@ def write_with(path: Path, writer: Callable[[Path], object]) -> None:
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     tmp = Path(name)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; give it a normal file's mode
     try:
         writer(tmp)
         with open(tmp, "rb+") as f:

@@ -43,9 +43,7 @@ class DecoderCache:
 
     def select(self, rows: Tensor) -> None:
         """Keep only `rows` (finished sentences leave the batch): both caches shrink."""
-        self.cross_kv = [
-            (k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.cross_kv
-        ]
+        self.cross_kv = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.cross_kv]
         self.src_mask = self.src_mask.index_select(0, rows)
         self.self_kv = self.self_kv.index_select(2, rows)
 

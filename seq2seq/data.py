@@ -16,9 +16,7 @@ from pathlib import Path
 
 from seq2seq.errors import Seq2SeqError
 
-MULTI30K_URL = (
-    "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
-)
+MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
 MULTI30K_LANGS = {
     "train": ("en", "de", "fr", "cs"),
     "val": ("en", "de", "fr", "cs"),
@@ -32,9 +30,7 @@ TRANSLATION_FILE_FORMATS = {".parquet": "parquet", ".json": "json", ".jsonl": "j
 Pair = tuple[str, str]
 
 
-def load_pairs(
-    corpus: str, split: str, src: str, tgt: str, data_dir: str | Path | None = None
-) -> list[Pair]:
+def load_pairs(corpus: str, split: str, src: str, tgt: str, data_dir: str | Path | None = None) -> list[Pair]:
     """All (src, tgt) pairs of one split, in corpus order, nothing filtered."""
     if corpus == "multi30k":
         return _load_multi30k(split, src, tgt, data_dir or os.environ.get(DATA_DIR_ENV))
@@ -187,17 +183,13 @@ def _load_hub(corpus: str, split: str, src: str, tgt: str) -> list[Pair]:
     except Exception as e:  # offline, unknown id, bad config: datasets raises many types
         raise Seq2SeqError(f"cannot load dataset {corpus!r} ({_first_line(e)})") from None
     if split not in splits:
-        raise Seq2SeqError(
-            f"dataset {corpus!r} has no split {split!r}; splits: {', '.join(splits)}"
-        )
+        raise Seq2SeqError(f"dataset {corpus!r} has no split {split!r}; splits: {', '.join(splits)}")
     return _translation_pairs(splits[split], corpus, src, tgt)
 
 
 def _translation_pairs(ds, where: str, src: str, tgt: str) -> list[Pair]:
     if "translation" not in ds.column_names:
-        raise Seq2SeqError(
-            f"{where} has no 'translation' column; columns: {', '.join(ds.column_names)}"
-        )
+        raise Seq2SeqError(f"{where} has no 'translation' column; columns: {', '.join(ds.column_names)}")
     rows = ds["translation"]
     if not rows:
         raise Seq2SeqError(f"{where} is empty")

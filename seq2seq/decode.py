@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from seq2seq.batch import BOS_ID, EOS_ID, PAD_ID, pad
 from seq2seq.cache import is_identity
 from seq2seq.errors import Seq2SeqError
-
-PAD_ID, BOS_ID, EOS_ID = 0, 2, 3  # the tokenizer's fixed ids
 
 
 @dataclass
@@ -32,9 +31,7 @@ class DecodeOptions:
         if self.beam < 1:
             raise Seq2SeqError(f"beam size must be at least 1, got {self.beam}")
         if not 1 <= self.nbest <= self.beam:
-            raise Seq2SeqError(
-                f"nbest must be between 1 and the beam size {self.beam}, got {self.nbest}"
-            )
+            raise Seq2SeqError(f"nbest must be between 1 and the beam size {self.beam}, got {self.nbest}")
         if self.min_len < 0 or (self.max_len is not None and self.max_len < 1):
             raise Seq2SeqError("lengths must be positive (min-len >= 0, max-len >= 1)")
         if self.max_len is not None and self.min_len > self.max_len:
@@ -88,9 +85,7 @@ def search(model, src: Tensor, options: DecodeOptions) -> list[list[Hypothesis]]
     if options.beam == 1:
         return [
             [h]
-            for h in greedy(
-                model, src, max_lens, options.min_len, options.length_penalty, options.use_cache
-            )
+            for h in greedy(model, src, max_lens, options.min_len, options.length_penalty, options.use_cache)
         ]
     return beam_search(
         model,
@@ -183,9 +178,7 @@ def beam_search(
         # the K best candidates that do not end here carry on (a stable sort keeps score order)
         order = torch.sort(is_eos.to(torch.uint8), dim=1, stable=True).indices[:, :K]
         scores, parent, token = (x.gather(1, order) for x in (top_scores, parent, token))
-        history = torch.cat(
-            [history.gather(1, parent[:, :, None].expand(-1, -1, t)), token[:, :, None]], 2
-        )
+        history = torch.cat([history.gather(1, parent[:, :, None].expand(-1, -1, t)), token[:, :, None]], 2)
         beam_idx = (torch.arange(n, device=device)[:, None] * K + parent).view(-1)  # (n*K,)
         done = torch.tensor([len(finished[b]) >= K for b in sent.tolist()], device=device)
         done |= t >= max_lens[sent]
@@ -228,11 +221,3 @@ def max_lengths(src: Tensor, options: DecodeOptions, limit: int) -> Tensor:
         src_len = (src != PAD_ID).sum(1)
         lens = (options.max_len_a * src_len + options.max_len_b).long()
     return lens.clamp(min=options.min_len, max=limit)
-
-
-def pad(rows: list[list[int]]) -> Tensor:
-    """Right-pad id lists into (B, max length) with PAD_ID."""
-    out = torch.full((len(rows), max(map(len, rows))), PAD_ID, dtype=torch.long)
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = torch.tensor(row, dtype=torch.long)
-    return out

@@ -116,9 +116,7 @@ class EncoderLayer(nn.Module):
         self.res_attn, self.res_ff = Residual(cfg), Residual(cfg)
 
     def forward(self, x: Tensor, src_mask: Tensor) -> Tensor:
-        x = self.res_attn(
-            x, lambda h: self.self_attn.attend(*self.self_attn.project_qkv(h), src_mask)
-        )
+        x = self.res_attn(x, lambda h: self.self_attn.attend(*self.self_attn.project_qkv(h), src_mask))
         return self.res_ff(x, self.ff)
 
 
@@ -157,9 +155,7 @@ class Transformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=PAD_ID)
-        self.register_buffer(
-            "positions", sinusoids(cfg.max_positions, cfg.d_model), persistent=False
-        )
+        self.register_buffer("positions", sinusoids(cfg.max_positions, cfg.d_model), persistent=False)
         self.drop = nn.Dropout(cfg.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
@@ -173,9 +169,7 @@ class Transformer(nn.Module):
         """(B, T) ids -> (B, T, D); scaled by sqrt(D) so embeddings and positions are comparable."""
         T = tokens.size(1)
         if offset + T > self.cfg.max_positions:
-            raise ValueError(
-                f"sequence of {offset + T} exceeds max_positions {self.cfg.max_positions}"
-            )
+            raise ValueError(f"sequence of {offset + T} exceeds max_positions {self.cfg.max_positions}")
         x = self.embed(tokens) * math.sqrt(self.cfg.d_model) + self.positions[offset : offset + T]
         return self.drop(x)
 
@@ -245,9 +239,7 @@ class Transformer(nn.Module):
 def sinusoids(length: int, d_model: int) -> Tensor:
     """The fixed sine/cosine position table of Vaswani et al.: (length, D)."""
     position = torch.arange(length, dtype=torch.float32)[:, None]
-    freq = torch.exp(
-        torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model)
-    )
+    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
     table = torch.zeros(length, d_model)
     table[:, 0::2] = torch.sin(position * freq)
     table[:, 1::2] = torch.cos(position * freq)

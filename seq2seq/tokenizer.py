@@ -81,8 +81,6 @@ def train_tokenizer(
             minloglevel=2,
         )
     except RuntimeError as e:
-        raise Seq2SeqError(
-            f"SentencePiece could not train: {str(e).strip().splitlines()[0]}"
-        ) from None
+        raise Seq2SeqError(f"SentencePiece could not train: {str(e).strip().splitlines()[0]}") from None
     write_atomic(path, model.getvalue())
     return Tokenizer(path)

@@ -124,9 +124,7 @@ def test_beam_search_finds_exhaustive_optimum(seed, alpha):
     candidates = [list(seq) for n in range(4) for seq in itertools.product(words, repeat=n)]
     scores = {tuple(c): sequence_score(model, src, c, alpha) for c in candidates}
     best = max(scores, key=scores.get)
-    found = beam_search(
-        model, src, beam=len(candidates), max_lens=torch.tensor([3]), alpha=alpha, nbest=5
-    )[0]
+    found = beam_search(model, src, beam=len(candidates), max_lens=torch.tensor([3]), alpha=alpha, nbest=5)[0]
     assert found[0].tokens == list(best)
     assert found[0].score == pytest.approx(scores[best], abs=1e-4)
     top5 = sorted(scores.values(), reverse=True)[:5]

@@ -9,9 +9,7 @@ TEXTS = [f"{e} {i}" for i, e in enumerate(EN * 20)] + [f"{f} {i}" for i, f in en
 
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory):
-    return train_tokenizer(
-        TEXTS, tmp_path_factory.mktemp("tok") / "tokenizer.model", vocab_size=120
-    )
+    return train_tokenizer(TEXTS, tmp_path_factory.mktemp("tok") / "tokenizer.model", vocab_size=120)
 
 
 def test_special_ids_are_fixed(tokenizer):

@@ -1,0 +1,13 @@
+"""seq2seq: a small encoder-decoder Transformer translator built around cross-attention.
+
+>>> import seq2seq
+>>> model, tokenizer = seq2seq.load_run("runs/multi30k-en-fr")
+>>> seq2seq.translate(model, tokenizer, ["The cat sat on the mat."], seq2seq.DecodeOptions()).best
+"""
+
+from seq2seq.checkpoint import load_run
+from seq2seq.decode import DecodeOptions, translate
+from seq2seq.errors import Seq2SeqError
+
+__version__ = "0.1.0"
+__all__ = ["DecodeOptions", "Seq2SeqError", "__version__", "load_run", "translate"]

@@ -1,0 +1,3 @@
+from seq2seq.cli import main
+
+main()

@@ -1,0 +1,66 @@
+"""Ids -> tensors: padding, the shift by one between decoder input and output, and token-budget
+batches of similar lengths.
+
+Shapes: B sentences, S source length, T target length.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+PAD_ID, BOS_ID, EOS_ID = 0, 2, 3  # the tokenizer's fixed ids
+
+
+@dataclass
+class Batch:
+    src: Tensor  # (B, S) source ids + EOS, right-padded
+    tgt_in: Tensor  # (B, T) BOS + target ids: what the decoder reads
+    tgt_out: Tensor  # (B, T) target ids + EOS: what it must predict (PAD is ignored)
+    n_tokens: int  # real target tokens, the unit of throughput and of the loss average
+
+    def to(self, device: torch.device) -> "Batch":
+        return Batch(
+            self.src.to(device, non_blocking=True),
+            self.tgt_in.to(device, non_blocking=True),
+            self.tgt_out.to(device, non_blocking=True),
+            self.n_tokens,
+        )
+
+
+def collate(src_ids: list[list[int]], tgt_ids: list[list[int]], max_len: int) -> Batch:
+    """Pad one batch; sequences are cut so that with EOS/BOS they fit `max_len` positions."""
+    src = pad([[*s[: max_len - 1], EOS_ID] for s in src_ids])
+    tgt_in = pad([[BOS_ID, *t[: max_len - 1]] for t in tgt_ids])
+    tgt_out = pad([[*t[: max_len - 1], EOS_ID] for t in tgt_ids])
+    return Batch(src, tgt_in, tgt_out, int((tgt_out != PAD_ID).sum()))
+
+
+def pad(rows: list[list[int]]) -> Tensor:
+    """Right-pad id lists into (B, longest) with PAD_ID."""
+    out = torch.full((len(rows), max(map(len, rows))), PAD_ID, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+    return out
+
+
+def token_batches(lengths: list[int], max_tokens: int, seed: int, epoch: int) -> list[list[int]]:
+    """Sentence indices grouped so that rows x longest length stays within `max_tokens`.
+
+    Sorting by length keeps padding low; random tie-breaking and a shuffled batch order make each
+    epoch different, yet the same (seed, epoch) always gives the same batches, so a resumed run
+    can skip exactly the batches it already trained on.
+    """
+    g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+    noise = torch.rand(len(lengths), generator=g).tolist()
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], noise[i]))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:  # ascending lengths, so lengths[i] is the longest in `current` + i
+        if current and lengths[i] * (len(current) + 1) > max_tokens:
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return [batches[j] for j in torch.randperm(len(batches), generator=g).tolist()]

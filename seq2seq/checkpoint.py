@@ -1,0 +1,165 @@
+"""The run directory: everything `translate` and `evaluate` need, and everything `train` resumes from.
+
+    config.json        {"model": ModelConfig, "train": TrainConfig, "tokenizer": {...}} as JSON
+    tokenizer.model    the SentencePiece model
+    model.safetensors  best weights by validation BLEU
+    last.safetensors   latest weights *and* optimizer/schedule/RNG state in one file, so a kill
+                       can never pair the weights of one step with the optimizer of another
+    metrics.jsonl      one JSON row per validation
+
+Every file is written atomically and read without unpickling anything: tensors through
+safetensors, everything else as JSON (inside the safetensors metadata for the trainer state).
+"""
+
+import json
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+
+from seq2seq.atomic import write_atomic, write_with
+from seq2seq.errors import Seq2SeqError
+from seq2seq.model import ModelConfig, Transformer
+from seq2seq.tokenizer import Tokenizer
+
+CONFIG, TOKENIZER, BEST, LAST, METRICS = (
+    "config.json",
+    "tokenizer.model",
+    "model.safetensors",
+    "last.safetensors",
+    "metrics.jsonl",
+)
+
+
+def save_config(run_dir: Path, sections: dict) -> None:
+    write_atomic(Path(run_dir) / CONFIG, (json.dumps(sections, indent=2) + "\n").encode())
+
+
+def load_config(run_dir: Path) -> dict:
+    path = Path(run_dir) / CONFIG
+    if not Path(run_dir).is_dir():
+        raise Seq2SeqError(f"run directory {run_dir} does not exist; train one with `seq2seq train`")
+    if not path.is_file():
+        raise Seq2SeqError(f"{path} is missing; {run_dir} is not a trained run")
+    try:
+        sections = json.loads(path.read_text(encoding="utf-8"))
+        model_config(sections)
+    except (ValueError, TypeError, KeyError) as e:
+        raise Seq2SeqError(f"{path} is not a valid run config ({e})") from None
+    return sections
+
+
+def model_config(sections: dict) -> ModelConfig:
+    """The ModelConfig of a config.json, refusing unknown or missing fields."""
+    values = sections["model"]
+    known = {f.name for f in fields(ModelConfig)}
+    if not isinstance(values, dict) or set(values) != known:
+        raise ValueError("the 'model' section does not match this version's ModelConfig")
+    return ModelConfig(**values)
+
+
+def load_run(run_dir: Path, device: str | torch.device = "cpu", weights: str = BEST):
+    """(model in eval mode, tokenizer) from a run directory, with every mismatch a clean error."""
+    run_dir = Path(run_dir)
+    cfg = model_config(load_config(run_dir))
+    tokenizer = Tokenizer(run_dir / TOKENIZER)
+    if tokenizer.vocab_size != cfg.vocab_size:
+        raise Seq2SeqError(
+            f"{run_dir}: tokenizer has {tokenizer.vocab_size} pieces but the model expects "
+            f"{cfg.vocab_size}; the run's files do not belong together"
+        )
+    model = Transformer(cfg)
+    load_weights(model, run_dir / weights)
+    return model.to(device).eval(), tokenizer
+
+
+def save_weights(model: Transformer, path: Path) -> None:
+    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata={"format": "pt"}))
+
+
+def load_weights(model: Transformer, path: Path) -> None:
+    _load_state(model, _read_tensors(path, "")[0], path)
+
+
+def _load_state(model: Transformer, tensors: dict, path: Path) -> None:
+    try:
+        model.load_state_dict(tensors)
+    except RuntimeError as e:
+        first = str(e).strip().splitlines()[0]
+        raise Seq2SeqError(f"{path} does not fit the model in config.json ({first})") from None
+
+
+def save_training_state(path: Path, model: Transformer, optimizer, state: dict) -> None:
+    """One file: weights under `model.`, optimizer tensors under `optim.`, the rest as JSON."""
+    tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    optim = optimizer.state_dict()
+    optim_json = {"param_groups": optim["param_groups"], "state": {}}
+    for idx, values in optim["state"].items():
+        optim_json["state"][str(idx)] = {}
+        for name, value in values.items():
+            if torch.is_tensor(value):
+                tensors[f"optim.{idx}.{name}"] = value.detach().cpu().contiguous()
+            else:
+                optim_json["state"][str(idx)][name] = value
+    tensors["rng.cpu"] = torch.get_rng_state()
+    if torch.cuda.is_available():
+        tensors["rng.cuda"] = torch.cuda.get_rng_state()
+    metadata = {"format": "pt", "trainer_state": json.dumps(state), "optimizer": json.dumps(optim_json)}
+    write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
+
+
+def load_training_state(path: Path, model: Transformer, optimizer) -> dict:
+    """Restore weights, optimizer and RNG in place; return the trainer's JSON state."""
+    tensors, metadata = _read_tensors(path, "")
+    try:
+        state = json.loads(metadata["trainer_state"])
+        optim_json = json.loads(metadata["optimizer"])
+    except (KeyError, ValueError) as e:
+        raise Seq2SeqError(f"{path} has no valid trainer state ({e})") from None
+    _load_state(model, {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, path)
+    optim_state = {int(i): dict(values) for i, values in optim_json["state"].items()}
+    for key, value in tensors.items():
+        if key.startswith("optim."):
+            _, idx, name = key.split(".", 2)
+            optim_state.setdefault(int(idx), {})[name] = value
+    optimizer.load_state_dict({"state": optim_state, "param_groups": optim_json["param_groups"]})
+    torch.set_rng_state(tensors["rng.cpu"])
+    if "rng.cuda" in tensors and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors["rng.cuda"])
+    return state
+
+
+def append_metrics(run_dir: Path, row: dict) -> None:
+    with open(Path(run_dir) / METRICS, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    path = Path(run_dir) / METRICS
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def config_sections(model_cfg: ModelConfig, train_cfg, tokenizer: Tokenizer) -> dict:
+    return {
+        "model": asdict(model_cfg),
+        "train": asdict(train_cfg),
+        "tokenizer": {"file": TOKENIZER, "vocab_size": tokenizer.vocab_size},
+    }
+
+
+def _read_tensors(path: Path, prefix: str) -> tuple[dict, dict]:
+    """Tensors whose names start with `prefix` (prefix removed) and the file's metadata."""
+    if not path.is_file():
+        raise Seq2SeqError(f"{path} is missing; the run has no trained weights yet")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            metadata = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (not a dict)
+    except (SafetensorError, OSError, ValueError) as e:
+        raise Seq2SeqError(f"{path} is not a readable safetensors file ({e})") from None
+    return {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}, metadata

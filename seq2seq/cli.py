@@ -1,0 +1,306 @@
+"""The command line: options -> config -> one library call. Only this layer prints or exits."""
+
+import json
+import signal
+import sys
+from pathlib import Path
+
+import typer
+
+from seq2seq import cli_display as display
+from seq2seq.errors import Seq2SeqError
+
+app = typer.Typer(
+    help="Train and run a small encoder-decoder Transformer translator.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+DATA_DIR = typer.Option(
+    None, "--data-dir", envvar="SEQ2SEQ_DATA_DIR", help="Local folder in the Multi30k raw layout."
+)
+CORPUS = typer.Option("multi30k", help="multi30k, a path pattern with {split}, or a hub id[:config].")
+RUN = typer.Option(None, "--run", help="Run directory [default: runs/<corpus>-<src>-<tgt>].")
+BEAM = typer.Option(5, "--beam", help="Beam size.")
+GREEDY = typer.Option(False, "--greedy", help="Greedy search (same as --beam 1).")
+LENGTH_PENALTY = typer.Option(1.0, "--length-penalty", help="GNMT length penalty alpha.")
+BATCH_SIZE = typer.Option(64, "--batch-size", help="Sentences decoded together.")
+DEVICE = typer.Option("auto", "--device", help="auto, cpu or cuda.")
+
+
+def default_run(run: Path | None, corpus: str, src: str, tgt: str) -> Path:
+    from seq2seq.data import corpus_name
+
+    return run or Path("runs") / f"{corpus_name(corpus)}-{src}-{tgt}"
+
+
+@app.command()
+def tokenize(
+    text: str | None = typer.Argument(None, help="Show how the run's tokenizer splits TEXT."),
+    data_dir: str | None = DATA_DIR,
+    corpus: str = CORPUS,
+    src: str = typer.Option("en", help="Source language."),
+    tgt: str = typer.Option("fr", help="Target language."),
+    vocab_size: int = typer.Option(8000, help="Vocabulary size (a ceiling on small corpora)."),
+    run: Path | None = RUN,
+):
+    """Train the joint SentencePiece model of a run, or show how it splits TEXT."""
+    from seq2seq.checkpoint import BEST, LAST, TOKENIZER
+    from seq2seq.tokenizer import Tokenizer
+
+    run = default_run(run, corpus, src, tgt)
+    if text is not None:
+        tokenizer = Tokenizer(run / TOKENIZER)
+        display.pieces(text, tokenizer.pieces(text), tokenizer.encode([text])[0])
+        return
+    if (run / BEST).exists() or (run / LAST).exists():
+        raise Seq2SeqError(f"{run} already has trained weights; a new tokenizer needs a new --run")
+    if vocab_size < 8:
+        raise typer.BadParameter("must be at least 8", param_hint="--vocab-size")
+    from seq2seq.data import filter_pairs, load_pairs
+    from seq2seq.tokenizer import train_tokenizer
+
+    pairs, _ = filter_pairs(load_pairs(corpus, "train", src, tgt, data_dir))
+    tokenizer = train_tokenizer((t for pair in pairs for t in pair), run / TOKENIZER, vocab_size)
+    sample = pairs[0][0]
+    display.tokenizer_trained(
+        run / TOKENIZER, tokenizer.vocab_size, len(pairs), sample, tokenizer.pieces(sample)
+    )
+
+
+@app.command()
+def train(
+    data_dir: str | None = DATA_DIR,
+    corpus: str = CORPUS,
+    src: str = typer.Option("en", help="Source language."),
+    tgt: str = typer.Option("fr", help="Target language."),
+    run: Path | None = RUN,
+    preset: str = typer.Option("small", help="Model shape: tiny, small or base."),
+    epochs: int = typer.Option(10, min=1, help="Epochs at most."),
+    max_steps: int | None = typer.Option(None, min=1, help="Optimizer steps at most."),
+    max_minutes: float | None = typer.Option(None, min=0.01, help="Wall-clock budget, minutes."),
+    max_tokens: int = typer.Option(4096, min=16, help="Batch size in pieces."),
+    lr: float = typer.Option(7e-4, min=0.0, help="Peak learning rate."),
+    warmup: int = typer.Option(1000, min=1, help="Warmup steps."),
+    dropout: float = typer.Option(0.1, min=0.0, max=0.9, help="Dropout."),
+    vocab_size: int = typer.Option(8000, min=8, help="Vocabulary size, if the run has no tokenizer."),
+    patience: int = typer.Option(5, min=1, help="Validations without improvement before stopping."),
+    device: str = DEVICE,
+    seed: int = typer.Option(1, help="Random seed."),
+):
+    """Train a model (and its tokenizer); rerunning resumes from the run's last checkpoint."""
+    from seq2seq.model import PRESETS, preset_config
+    from seq2seq.train import TrainConfig
+    from seq2seq.train import train as train_run
+
+    if preset not in PRESETS:
+        raise typer.BadParameter(f"{preset!r} is not one of {', '.join(PRESETS)}", param_hint="--preset")
+    config = TrainConfig(
+        corpus=corpus,
+        src=src,
+        tgt=tgt,
+        vocab_size=vocab_size,
+        max_tokens=max_tokens,
+        lr=lr,
+        warmup=warmup,
+        epochs=epochs,
+        max_steps=max_steps,
+        max_minutes=max_minutes,
+        patience=patience,
+        seed=seed,
+        device=device,
+    )
+    run = default_run(run, corpus, src, tgt)
+    stop_requested = install_stop_handlers()
+    with display.TrainingDisplay(run) as reporter:
+        final = train_run(
+            run, config, preset_config(preset, dropout=dropout), data_dir, reporter, stop_requested
+        )
+    display.training_done(run, final)
+
+
+@app.command()
+def translate(
+    text: list[str] | None = typer.Argument(None, help="Sentences; none: read --input or stdin."),
+    run: Path = typer.Option(Path("runs/multi30k-en-fr"), "--run", help="Run directory."),
+    beam: int = BEAM,
+    greedy: bool = GREEDY,
+    nbest: int = typer.Option(1, "--nbest", help="Print the K best as `index ||| text ||| score`."),
+    length_penalty: float = LENGTH_PENALTY,
+    min_len: int = typer.Option(0, "--min-len", help="Output pieces at least."),
+    max_len: int | None = typer.Option(None, "--max-len", help="Output pieces at most."),
+    batch_size: int = BATCH_SIZE,
+    input: Path | None = typer.Option(None, "--input", help="File with one sentence a line."),
+    output: Path | None = typer.Option(None, "--output", help="Write translations here."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Recompute the prefix every step."),
+    device: str = DEVICE,
+):
+    """Translate sentences: exactly one output line per input line, in order."""
+    from seq2seq.checkpoint import load_run
+    from seq2seq.decode import DecodeOptions
+    from seq2seq.decode import translate as translate_lines
+    from seq2seq.train import resolve_device
+
+    options = DecodeOptions(
+        beam=1 if greedy else beam,
+        nbest=nbest,
+        length_penalty=length_penalty,
+        min_len=min_len,
+        max_len=max_len,
+        use_cache=not no_cache,
+        batch_size=batch_size,
+    )
+    options.check()
+    lines = text if text else read_lines(input)
+    model, tokenizer = load_run(run, resolve_device(device))
+    result = translate_lines(model, tokenizer, lines, options)
+    if result.truncated:
+        display.warn(
+            f"{result.truncated} line(s) longer than the model's "
+            f"{model.cfg.max_positions - 1} pieces were truncated"
+        )
+    if nbest > 1:
+        out = [f"{i} ||| {one_line(t)} ||| {s:.4f}" for i, hyps in enumerate(result.nbest) for t, s in hyps]
+    else:
+        out = [one_line(t) for t in result.best]
+    write_lines(out, output)
+
+
+@app.command()
+def evaluate(
+    run: Path = typer.Option(Path("runs/multi30k-en-fr"), "--run", help="Run directory."),
+    data_dir: str | None = DATA_DIR,
+    split: str = typer.Option("test_2016_flickr", help="Corpus split to translate and score."),
+    source: Path | None = typer.Option(None, "--source", help="Source file (with --reference)."),
+    reference: Path | None = typer.Option(None, "--reference", help="Reference file."),
+    beam: int = BEAM,
+    greedy: bool = GREEDY,
+    length_penalty: float = LENGTH_PENALTY,
+    batch_size: int = BATCH_SIZE,
+    output: Path | None = typer.Option(None, "--output", help="Write the hypotheses here."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    device: str = DEVICE,
+):
+    """Translate a test set and print BLEU and chrF with their sacreBLEU signatures."""
+    from seq2seq.checkpoint import load_config, load_run
+    from seq2seq.data import load_pairs
+    from seq2seq.decode import DecodeOptions
+    from seq2seq.evaluate import evaluate as evaluate_pairs
+    from seq2seq.train import resolve_device
+
+    options = DecodeOptions(beam=1 if greedy else beam, length_penalty=length_penalty, batch_size=batch_size)
+    options.check()
+    if (source is None) != (reference is None):
+        raise typer.BadParameter("--source and --reference go together", param_hint="--source")
+    if source is not None:
+        sources, references = read_lines(source), read_lines(reference)
+        if len(sources) != len(references):
+            raise Seq2SeqError(f"{source} has {len(sources)} lines but {reference} has {len(references)}")
+        pairs, what = list(zip(sources, references, strict=True)), f"{source}"
+    else:
+        cfg = load_config(run)["train"]
+        pairs = load_pairs(cfg["corpus"], split, cfg["src"], cfg["tgt"], data_dir)
+        what = f"{cfg['corpus']} {split} {cfg['src']}->{cfg['tgt']}"
+    model, tokenizer = load_run(run, resolve_device(device))
+    result = evaluate_pairs(model, tokenizer, pairs, options)
+    if output is not None:
+        write_lines([one_line(h) for h in result.hypotheses], output)
+    report = {
+        "bleu": round(result.scores.bleu, 2),
+        "chrf": round(result.scores.chrf, 2),
+        "signature": result.scores.signature,
+        "bleu_signature": result.scores.bleu_signature,
+        "chrf_signature": result.scores.chrf_signature,
+        "sentences": result.scores.sentences,
+        "seconds": round(result.seconds, 2),
+        "beam": options.beam,
+        "test_set": what,
+        "run": str(run),
+    }
+    if as_json:
+        print(json.dumps(report))
+    else:
+        display.scores(report)
+
+
+# --- helpers the commands share -----------------------------------------------------------------
+
+LINE_BREAKS = str.maketrans({c: " " for c in "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def one_line(text: str) -> str:
+    """Keep the one-line-out-per-line-in promise even if a translation holds a line separator."""
+    return text.translate(LINE_BREAKS)
+
+
+def read_lines(path: Path | None) -> list[str]:
+    """Lines of a UTF-8 file or of stdin, split on newlines only; invalid UTF-8 names the line."""
+    name = str(path) if path else "standard input"
+    try:
+        data = sys.stdin.buffer.read() if path is None else path.read_bytes()
+    except IsADirectoryError:
+        raise Seq2SeqError(f"{name} is a directory, not a file") from None
+    except OSError as e:
+        raise Seq2SeqError(f"cannot read {name}: {e.strerror}") from None
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the newline that ends the last line does not start another one
+    out = []
+    for number, raw in enumerate(lines, start=1):
+        try:
+            out.append(raw.decode("utf-8").removesuffix("\r"))
+        except UnicodeDecodeError:
+            raise Seq2SeqError(f"{name}: line {number} is not valid UTF-8") from None
+    return out
+
+
+def write_lines(lines: list[str], path: Path | None) -> None:
+    text = "".join(line + "\n" for line in lines)
+    if path is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise Seq2SeqError(f"cannot write {path}: {e.strerror}") from None
+
+
+def install_stop_handlers():
+    """Ctrl-C or SIGTERM asks training to stop after the current step, validate and save; a
+    second Ctrl-C stops at once."""
+    requested = []
+
+    def handler(signum, frame):
+        requested.append(signum)
+        signal.signal(signum, signal.SIG_DFL)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, handler)
+    return lambda: bool(requested)
+
+
+# click's UsageError, wherever this Typer version keeps click (newer releases vendor it)
+UsageError = typer.BadParameter.__mro__[1]
+
+
+def main() -> None:
+    """Run the app with every error as one line on stderr: exit 2 for bad input or usage."""
+    if len(sys.argv) == 1:
+        sys.argv.append("--help")
+    try:
+        code = app(standalone_mode=False)
+    except UsageError as e:
+        hint = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
+        display.error(e.format_message() + hint)
+        code = 2
+    except Seq2SeqError as e:
+        display.error(str(e))
+        code = 2
+    except typer.Abort:  # Ctrl-C outside training
+        display.error("interrupted")
+        code = 130
+    except BrokenPipeError:  # `seq2seq translate ... | head`: the reader left, nothing to report
+        sys.stderr.close()
+        code = 0
+    sys.exit(code if isinstance(code, int) else 0)
