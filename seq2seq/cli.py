@@ -76,7 +76,9 @@ def train(
     tgt: str = typer.Option("fr", help="Target language."),
     run: Path | None = RUN,
     preset: str = typer.Option("small", help="Model shape: tiny, small or base."),
-    epochs: int = typer.Option(10, min=1, help="Epochs at most."),
+    epochs: int | None = typer.Option(
+        None, min=1, help="Epochs at most [default: 10, or no limit with --max-minutes]."
+    ),
     max_steps: int | None = typer.Option(None, min=1, help="Optimizer steps at most."),
     max_minutes: float | None = typer.Option(None, min=0.01, help="Wall-clock budget, minutes."),
     max_tokens: int = typer.Option(4096, min=16, help="Batch size in pieces."),
@@ -87,6 +89,7 @@ def train(
     patience: int = typer.Option(5, min=1, help="Validations without improvement before stopping."),
     device: str = DEVICE,
     seed: int = typer.Option(1, help="Random seed."),
+    fp32: bool = typer.Option(False, "--fp32", help="No bf16 autocast, even where it is fast."),
 ):
     """Train a model (and its tokenizer); rerunning resumes from the run's last checkpoint."""
     from seq2seq.model import PRESETS, preset_config
@@ -103,12 +106,13 @@ def train(
         max_tokens=max_tokens,
         lr=lr,
         warmup=warmup,
-        epochs=epochs,
+        epochs=epochs if epochs is not None else (None if max_minutes else 10),
         max_steps=max_steps,
         max_minutes=max_minutes,
         patience=patience,
         seed=seed,
         device=device,
+        bf16=not fp32,
     )
     run = default_run(run, corpus, src, tgt)
     stop_requested = install_stop_handlers()

@@ -32,16 +32,17 @@ class TrainConfig:
     warmup: int = 1000  # steps
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
-    epochs: int = 10
+    epochs: int | None = 10  # None: no epoch limit (a time or step budget, or early stopping ends it)
     max_steps: int | None = None
     max_minutes: float | None = None  # wall-clock budget: training, validation and checkpoints
     patience: int = 5  # validations without a better BLEU before stopping early
     seed: int = 1
     device: str = "auto"
+    bf16: bool = True  # bf16 autocast where the hardware runs it fast (CUDA, CPUs with AVX512-BF16/AMX)
 
 
 # The limits belong to one invocation: a resumed run takes them from the new command line.
-LIMITS = ("epochs", "max_steps", "max_minutes", "patience", "device")
+LIMITS = ("epochs", "max_steps", "max_minutes", "patience", "device", "bf16")
 
 
 class Reporter:
@@ -67,6 +68,18 @@ def resolve_device(name: str) -> torch.device:
     if name not in ("cpu", "cuda"):
         raise Seq2SeqError(f"unknown device {name!r}; use auto, cpu or cuda")
     return torch.device(name)
+
+
+def use_bf16(device: torch.device, wanted: bool) -> bool:
+    """bf16 autocast only where it is a speed-up: on CUDA, or on CPUs with native bf16 math."""
+    if not wanted:
+        return False
+    if device.type == "cuda":
+        return True
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def train(
@@ -119,7 +132,7 @@ def _start_info(config, model, report: FilterReport, n_val: int, state: dict, de
         "val_pairs": n_val,
         "parameters": sum(p.numel() for p in model.parameters()),
         "resumed_step": state["step"],
-        "device": str(device),
+        "device": str(device) + (" (bf16 autocast)" if use_bf16(device, config.bf16) else ""),
         "config": asdict(config),
     }
 
@@ -136,13 +149,13 @@ class _Loop:
         self.val_src = tokenizer.encode([s for s, _ in val_pairs])
         self.val_tgt = tokenizer.encode([t for _, t in val_pairs])
         self.max_len = model.cfg.max_positions
-        self.autocast = torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda")
+        self.autocast = torch.autocast(device.type, torch.bfloat16, enabled=use_bf16(device, config.bf16))
 
     def run(self, state: dict, reporter: Reporter, should_stop, start_time: float) -> dict:
         cfg, row = self.config, None
         losses, tokens, train_seconds, validation_seconds = [], 0, 0.0, 0.0
         stop = None
-        while stop is None and state["epoch"] < cfg.epochs:
+        while stop is None and (cfg.epochs is None or state["epoch"] < cfg.epochs):
             batches = token_batches(self.lengths, cfg.max_tokens, cfg.seed, state["epoch"])
             reporter.epoch(state["epoch"], len(batches), state["batch"])
             while state["batch"] < len(batches):
@@ -193,14 +206,7 @@ class _Loop:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         with self.autocast:
-            logits = self.model(batch.src, batch.tgt_in)  # (B, T, V)
-        loss = F.cross_entropy(
-            logits.float().flatten(0, 1),
-            batch.tgt_out.flatten(),
-            ignore_index=PAD_ID,
-            label_smoothing=cfg.label_smoothing,
-            reduction="sum",
-        )
+            loss = self._loss(batch, cfg.label_smoothing)
         loss = loss / batch.n_tokens
         value = loss.item()
         if not math.isfinite(value):
@@ -214,6 +220,17 @@ class _Loop:
         self.optimizer.step()
         return value
 
+    def _loss(self, batch: Batch, label_smoothing: float) -> torch.Tensor:
+        """Cross-entropy summed over real target tokens (padding ignored)."""
+        logits = self.model(batch.src, batch.tgt_in)  # (B, T, V)
+        return F.cross_entropy(
+            logits.float().flatten(0, 1),
+            batch.tgt_out.flatten(),
+            ignore_index=PAD_ID,
+            label_smoothing=label_smoothing,
+            reduction="sum",
+        )
+
     @torch.no_grad()
     def val_loss(self) -> float:
         """Mean per-token cross-entropy on the validation set (no label smoothing)."""
@@ -224,13 +241,7 @@ class _Loop:
             batch = collate([src[i] for i in indices], [tgt[i] for i in indices], self.max_len)
             batch = batch.to(self.device)
             with self.autocast:
-                logits = self.model(batch.src, batch.tgt_in)
-            total += F.cross_entropy(
-                logits.float().flatten(0, 1),
-                batch.tgt_out.flatten(),
-                ignore_index=PAD_ID,
-                reduction="sum",
-            ).item()
+                total += self._loss(batch, label_smoothing=0.0).item()
             count += batch.n_tokens
         return total / max(count, 1)
 

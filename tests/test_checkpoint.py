@@ -1,0 +1,137 @@
+import json
+import pickle
+from dataclasses import asdict
+
+import pytest
+import torch
+
+from seq2seq import checkpoint as ckpt
+from seq2seq.errors import Seq2SeqError
+from seq2seq.tokenizer import train_tokenizer
+from tests.conftest import EN, FR, tiny_model
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    """A complete run directory holding a tiny random model."""
+    run = tmp_path / "run"
+    tokenizer = train_tokenizer(
+        [f"{t} {i}" for i in range(30) for t in EN + FR], run / ckpt.TOKENIZER, vocab_size=60
+    )
+    model = tiny_model(vocab_size=tokenizer.vocab_size)
+    ckpt.save_config(run, {"model": asdict(model.cfg), "train": {}})
+    ckpt.save_weights(model, run / ckpt.BEST)
+    return run
+
+
+def test_save_load_gives_identical_logits(run_dir):
+    model, _ = ckpt.load_run(run_dir)
+    original = tiny_model(vocab_size=model.cfg.vocab_size)
+    src, tgt = torch.tensor([[5, 6, 7, 3]]), torch.tensor([[2, 8, 9]])
+    with torch.no_grad():
+        assert torch.equal(model(src, tgt), original(src, tgt))
+
+
+def test_training_state_round_trip(tmp_path):
+    model = tiny_model()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model(torch.tensor([[5, 3]]), torch.tensor([[2, 6]])).sum().backward()
+    optimizer.step()
+    torch.manual_seed(123)
+    ckpt.save_training_state(tmp_path / "last.safetensors", model, optimizer, {"step": 7})
+    expected_draw = torch.rand(3)
+
+    other = tiny_model(seed=9)
+    other_optimizer = torch.optim.AdamW(other.parameters(), lr=1e-3)
+    state = ckpt.load_training_state(tmp_path / "last.safetensors", other, other_optimizer)
+    assert state == {"step": 7}
+    assert torch.equal(torch.rand(3), expected_draw)  # the RNG continues where it was saved
+    for a, b in zip(model.parameters(), other.parameters(), strict=True):
+        assert torch.equal(a, b)
+    saved, loaded = optimizer.state_dict(), other_optimizer.state_dict()
+    for idx, values in saved["state"].items():
+        for name, value in values.items():
+            assert torch.equal(value, loaded["state"][idx][name])
+
+
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        (lambda run: (run / "config.json").unlink(), "config.json is missing"),
+        (lambda run: (run / "config.json").write_text("{not json"), "not a valid run config"),
+        (lambda run: (run / "config.json").write_text('{"model": {"d_model": 3}}'), "not a valid run config"),
+        (lambda run: (run / ckpt.BEST).unlink(), "model.safetensors is missing"),
+        (
+            lambda run: (run / ckpt.BEST).write_bytes((run / ckpt.BEST).read_bytes()[:1000]),
+            "not a readable safetensors file",
+        ),
+        (lambda run: (run / ckpt.TOKENIZER).unlink(), "no tokenizer at"),
+    ],
+)
+def test_broken_run_directory_is_a_clean_error(run_dir, damage, message):
+    damage(run_dir)
+    with pytest.raises(Seq2SeqError, match=message):
+        ckpt.load_run(run_dir)
+
+
+def test_missing_run_directory(tmp_path):
+    with pytest.raises(Seq2SeqError, match="does not exist"):
+        ckpt.load_run(tmp_path / "nope")
+
+
+def test_vocab_size_mismatch_between_tokenizer_and_model(run_dir):
+    sections = json.loads((run_dir / "config.json").read_text())
+    sections["model"]["vocab_size"] += 5
+    (run_dir / "config.json").write_text(json.dumps(sections))
+    with pytest.raises(Seq2SeqError, match=r"tokenizer has .* pieces but the model expects"):
+        ckpt.load_run(run_dir)
+
+
+def test_weights_of_another_shape(run_dir):
+    sections = json.loads((run_dir / "config.json").read_text())
+    sections["model"]["d_ff"] = 128
+    (run_dir / "config.json").write_text(json.dumps(sections))
+    with pytest.raises(Seq2SeqError, match=r"does not fit the model in config\.json"):
+        ckpt.load_run(run_dir)
+
+
+class Payload:
+    """Unpickling this would create a marker file: proof that code ran."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_pickle_payload_is_refused_not_executed(run_dir, tmp_path):
+    marker = tmp_path / "pwned"
+    payload = pickle.dumps(Payload(str(marker)))
+    (run_dir / ckpt.BEST).write_bytes(payload)
+    with pytest.raises(Seq2SeqError, match="not a readable safetensors file"):
+        ckpt.load_run(run_dir)
+    (run_dir / ckpt.LAST).write_bytes(payload)
+    model = tiny_model()
+    with pytest.raises(Seq2SeqError, match="not a readable safetensors file"):
+        ckpt.load_training_state(run_dir / ckpt.LAST, model, torch.optim.AdamW(model.parameters()))
+    assert not marker.exists()
+
+
+def test_failed_write_leaves_previous_checkpoint_intact(run_dir, monkeypatch):
+    before = (run_dir / ckpt.BEST).read_bytes()
+
+    def explode(tensors, filename, metadata=None):
+        with open(filename, "wb") as f:
+            f.write(b"half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ckpt, "save_file", explode)
+    with pytest.raises(OSError, match="disk full"):
+        ckpt.save_weights(tiny_model(seed=3, vocab_size=60), run_dir / ckpt.BEST)
+    assert (run_dir / ckpt.BEST).read_bytes() == before
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "config.json",
+        "model.safetensors",
+        "tokenizer.model",
+    ]

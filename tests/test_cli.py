@@ -1,0 +1,151 @@
+"""The user's whole first session, end to end, on a small synthetic corpus in the Multi30k layout."""
+
+import json
+
+import pytest
+
+from tests.cli_helpers import run_cli, run_process
+from tests.conftest import write_multi30k
+
+TRAIN = [
+    "train",
+    "--preset",
+    "tiny",
+    "--max-steps",
+    "4",
+    "--max-tokens",
+    "256",
+    "--warmup",
+    "2",
+    "--vocab-size",
+    "60",
+    "--device",
+    "cpu",
+]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A run trained for a few steps through the CLI (in a subprocess, as a user would)."""
+    root = tmp_path_factory.mktemp("cli")
+    data = write_multi30k(root / "corpus", {"train": 80, "val": 8, "test_2016_flickr": 6})
+    run = root / "run"
+    result = run_process([*TRAIN, "--data-dir", data, "--run", run])
+    assert result.code == 0, result.err
+    return data, run, result
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    return lambda *args, stdin=b"": run_cli(list(args), capsys, monkeypatch, stdin)
+
+
+def test_help_lists_the_four_commands(cli):
+    result = cli("--help")
+    assert result.code == 0
+    for command in ("tokenize", "train", "translate", "evaluate"):
+        assert command in result.out
+
+
+def test_tokenize_trains_and_shows_pieces(cli, tmp_path):
+    data = write_multi30k(tmp_path / "corpus", {"train": 40})
+    result = cli("tokenize", "--data-dir", data, "--run", tmp_path / "run", "--vocab-size", "50")
+    assert result.code == 0 and "pieces" in result.out and (tmp_path / "run/tokenizer.model").is_file()
+    result = cli("tokenize", "--run", tmp_path / "run", "a dog runs")
+    assert result.code == 0 and "▁" in result.out and "ids:" in result.out
+
+
+def test_train_wrote_a_complete_run(trained):
+    _, run, result = trained
+    for name in ("config.json", "tokenizer.model", "model.safetensors", "last.safetensors", "metrics.jsonl"):
+        assert (run / name).is_file(), name
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1]["step"] == 4 and {"val_loss", "val_bleu", "tokens_per_s", "lr"} <= set(rows[-1])
+    assert "stopped (max steps) at step 4" in result.out
+
+
+def test_train_again_resumes(trained, tmp_path):
+    data, run, _ = trained
+    copy = tmp_path / "run"
+    copy.mkdir()
+    for f in run.iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    result = run_process([*TRAIN[:3], "--max-steps", "6", *TRAIN[5:], "--data-dir", data, "--run", copy])
+    assert result.code == 0, result.err
+    assert "resuming from step 4" in result.out
+    rows = [json.loads(line) for line in (copy / "metrics.jsonl").read_text().splitlines()]
+    steps = [r["step"] for r in rows]
+    assert steps[0] == 4 and steps[-1] == 6 and steps == sorted(steps)
+
+
+def test_translate_from_arguments_stdin_and_file(trained, cli, tmp_path):
+    _, run, _ = trained
+    result = cli("translate", "--run", run, "a dog runs", "the cat sleeps")
+    assert result.code == 0 and len(result.out.splitlines()) == 2
+    result = cli("translate", "--run", run, "--greedy", stdin=b"a dog runs\n\nthe cat\n")
+    assert result.code == 0
+    assert result.out.count("\n") == 3 and result.out.splitlines()[1] == ""
+    (tmp_path / "in.txt").write_text("a red car\ntwo men sit\n")
+    result = cli("translate", "--run", run, "--input", tmp_path / "in.txt", "--output", tmp_path / "o.txt")
+    assert result.code == 0 and len((tmp_path / "o.txt").read_text().splitlines()) == 2
+
+
+def test_translate_nbest_format(trained, cli):
+    _, run, _ = trained
+    result = cli("translate", "--run", run, "--beam", "3", "--nbest", "3", "a dog", "the sun")
+    lines = result.out.splitlines()
+    assert result.code == 0 and len(lines) == 6
+    index, _text, score = lines[0].split(" ||| ")
+    assert index == "0" and float(score) <= 0
+    assert [line.split(" ||| ")[0] for line in lines] == ["0"] * 3 + ["1"] * 3
+
+
+def test_translate_cache_and_no_cache_agree(trained, cli):
+    _, run, _ = trained
+    cached = cli("translate", "--run", run, "a girl plays", "two men sit")
+    uncached = cli("translate", "--run", run, "--no-cache", "a girl plays", "two men sit")
+    assert cached.out == uncached.out
+
+
+def test_evaluate_json_and_table(trained, cli, tmp_path):
+    data, run, _ = trained
+    result = cli(
+        "evaluate", "--run", run, "--data-dir", data, "--json", "--greedy", "--output", tmp_path / "hyp.txt"
+    )
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert {"bleu", "chrf", "signature", "sentences", "seconds"} <= set(report)
+    assert report["sentences"] == 6 and "nrefs:1" in report["signature"]
+    assert len((tmp_path / "hyp.txt").read_text().splitlines()) == 6
+    table = cli("evaluate", "--run", run, "--data-dir", data, "--beam", "2")
+    assert table.code == 0 and "BLEU" in table.out and "chrF" in table.out and "version" in table.out
+
+
+def test_evaluate_source_and_reference_files(trained, cli, tmp_path):
+    _, run, _ = trained
+    (tmp_path / "src.txt").write_text("a dog runs\nthe cat sleeps\n")
+    (tmp_path / "ref.txt").write_text("un chien court\nle chat dort\n")
+    result = cli(
+        "evaluate",
+        "--run",
+        run,
+        "--source",
+        tmp_path / "src.txt",
+        "--reference",
+        tmp_path / "ref.txt",
+        "--json",
+    )
+    assert result.code == 0 and json.loads(result.out)["sentences"] == 2
+    (tmp_path / "ref.txt").write_text("one line\n")
+    result = cli(
+        "evaluate", "--run", run, "--source", tmp_path / "src.txt", "--reference", tmp_path / "ref.txt"
+    )
+    assert result.code == 2 and "has 2 lines but" in result.err
+
+
+def test_misaligned_corpus_exits_2_with_one_line(cli, tmp_path):
+    (tmp_path / "train.en").write_text("a\nb\nc\n")
+    (tmp_path / "train.fr").write_text("A\nB\n")
+    result = cli("tokenize", "--data-dir", tmp_path, "--run", tmp_path / "run")
+    assert result.code == 2
+    assert result.err.count("\n") == 1 and "has 3 lines but" in result.err and "Traceback" not in result.err
