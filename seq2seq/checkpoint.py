@@ -132,6 +132,13 @@ def load_training_state(path: Path, model: Transformer, optimizer) -> dict:
     return state
 
 
+def remove_stale_temporaries(run_dir: Path) -> None:
+    """Delete half-written temporary files a killed run left behind (never a finished file)."""
+    if Path(run_dir).is_dir():
+        for tmp in Path(run_dir).glob(".*.tmp"):
+            tmp.unlink(missing_ok=True)
+
+
 def append_metrics(run_dir: Path, row: dict) -> None:
     with open(Path(run_dir) / METRICS, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")

@@ -127,20 +127,27 @@ def _local_file(data_dir: Path, split: str, lang: str) -> Path:
 
 
 def _check_utf8(path: Path) -> None:
-    """Name the file and line of the first undecodable byte (datasets would only say 'failed')."""
+    """Name the file and line of the first undecodable byte (datasets would only say 'failed'),
+    and refuse an empty file, on which datasets fails just as vaguely."""
+    number = 0
     try:
         with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
-            for number, raw in enumerate(f, start=1):  # noqa: B007 (read in the handler)
+            for number, raw in enumerate(f, start=1):  # noqa: B007 (read after the loop)
                 raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise Seq2SeqError(f"{path}: line {number} is not valid UTF-8 ({e.reason})") from None
     except (OSError, EOFError) as e:
         raise Seq2SeqError(f"{path}: cannot read ({e})") from None
+    if number == 0:
+        raise Seq2SeqError(f"{path} is empty")
 
 
 def _read_lines(data_file: str) -> list[str]:
     """Lines of a (possibly gzipped, possibly remote) text file; splits on newlines only."""
-    ds = _datasets().load_dataset("text", data_files={"lines": data_file}, split="lines")
+    try:
+        ds = _datasets().load_dataset("text", data_files={"lines": data_file}, split="lines")
+    except Exception as e:  # a failed download or a broken file, in datasets' many exception types
+        raise Seq2SeqError(f"cannot load {data_file} ({_first_line(e)})") from None
     return [line.rstrip("\r") for line in ds["text"]]
 
 

@@ -93,6 +93,7 @@ def train(
     """Train (or resume) the run in `run_dir`; returns the final validation row."""
     run_dir, reporter = Path(run_dir), reporter or Reporter()
     start_time = time.monotonic()
+    ckpt.remove_stale_temporaries(run_dir)
     resuming = (run_dir / ckpt.LAST).is_file()
     if resuming:
         sections = ckpt.load_config(run_dir)

@@ -1,0 +1,129 @@
+"""Decoding speed: sentences/s and tokens/s for greedy and beam search, cached and uncached.
+
+    python scripts/bench_decode.py --preset small --sentences 1000 --min-len 20 --max-len 20
+    python scripts/bench_decode.py --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
+
+The model is a run's trained model (--run) or a freshly initialised one of a preset's shape
+(--preset; random weights decode as fast as trained ones when the output length is forced with
+--min-len/--max-len). Sources are a split's English side encoded with the run's tokenizer
+(--data-dir/--split, or --input FILE), or random ids of --src-len pieces when there is no tokenizer.
+Times are medians over --repeats runs, tokenization excluded; all rows come from one process.
+"""
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from seq2seq.batch import EOS_ID, pad
+from seq2seq.checkpoint import load_run
+from seq2seq.data import load_pairs
+from seq2seq.decode import DecodeOptions, search
+from seq2seq.model import PRESETS, Transformer, preset_config
+
+
+def main() -> None:
+    args = parse_args()
+    torch.set_num_threads(args.threads)
+    model, sources = model_and_sources(args)
+    print(
+        f"{len(sources)} sentences, mean source length "
+        f"{statistics.mean(map(len, sources)):.1f} pieces (EOS included), batch {args.batch_size}, "
+        f"{args.threads} threads, output length {args.min_len}..{args.max_len or 'auto'}"
+    )
+    rows = []
+    for beam in args.beams:
+        for use_cache in (True, False) if not args.cached_only else (True,):
+            n = len(sources) if use_cache else min(len(sources), args.uncached_sentences)
+            options = DecodeOptions(
+                beam=beam,
+                min_len=args.min_len,
+                max_len=args.max_len,
+                use_cache=use_cache,
+                batch_size=args.batch_size,
+            )
+            seconds, tokens = measure(model, sources[:n], options, args.repeats)
+            rows.append((beam, use_cache, n, n / seconds, tokens / seconds))
+    print_table(rows)
+
+
+def measure(model, sources: list[list[int]], options: DecodeOptions, repeats: int):
+    """Median wall time of decoding every batch, and the output tokens produced (EOS excluded)."""
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    batches = [
+        pad([sources[i] for i in order[s : s + options.batch_size]])
+        for s in range(0, len(order), options.batch_size)
+    ]
+    times, tokens = [], 0
+    with torch.inference_mode():
+        search(model, batches[0][:2], options)  # warm-up: allocator, kernels
+        for _ in range(repeats):
+            start = time.perf_counter()
+            tokens = sum(len(h[0].tokens) for batch in batches for h in search(model, batch, options))
+            times.append(time.perf_counter() - start)
+    return statistics.median(times), tokens
+
+
+def model_and_sources(args):
+    if args.run:
+        model, tokenizer = load_run(args.run)
+    else:
+        tokenizer = None
+        model = Transformer(preset_config(args.preset, vocab_size=args.vocab_size)).eval()
+    if tokenizer is not None and (args.input or args.data_dir):
+        if args.input:
+            with open(args.input, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        else:
+            lines = [src for src, _ in load_pairs("multi30k", args.split, "en", "fr", args.data_dir)]
+        sources = [[*ids, EOS_ID] for ids in tokenizer.encode(lines[: args.sentences])]
+    else:
+        g = torch.Generator().manual_seed(0)
+        vocab = model.cfg.vocab_size
+        sources = [
+            [*torch.randint(4, vocab, (args.src_len - 1,), generator=g).tolist(), EOS_ID]
+            for _ in range(args.sentences)
+        ]
+    return model, sources
+
+
+def print_table(rows) -> None:
+    cached = {beam: sps for beam, use_cache, _, sps, _ in rows if use_cache}
+    print(
+        f"| {'search':<8} | {'cache':<5} | {'sentences':>9} | {'sent/s':>8} | {'tokens/s':>9} | "
+        f"{'cached speed-up':>15} |"
+    )
+    print(f"|{'-' * 10}|{'-' * 7}|{'-' * 11}|{'-' * 10}|{'-' * 11}|{'-' * 17}|")
+    for beam, use_cache, n, sps, tps in rows:
+        name = "greedy" if beam == 1 else f"beam {beam}"
+        speedup = "" if use_cache else f"{cached[beam] / sps:.1f}x"
+        print(
+            f"| {name:<8} | {'on' if use_cache else 'off':<5} | {n:>9} | {sps:>8.1f} | {tps:>9.0f} | "
+            f"{speedup:>15} |"
+        )
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--run", help="run directory with a trained model and tokenizer")
+    p.add_argument("--preset", default="small", choices=list(PRESETS), help="shape without --run")
+    p.add_argument("--vocab-size", type=int, default=8000, help="vocabulary without --run")
+    p.add_argument("--input", help="text file of source sentences (needs --run for the tokenizer)")
+    p.add_argument("--data-dir", help="Multi30k folder (needs --run for the tokenizer)")
+    p.add_argument("--split", default="test_2016_flickr")
+    p.add_argument("--sentences", type=int, default=1000)
+    p.add_argument("--src-len", type=int, default=16, help="random source length without text")
+    p.add_argument("--uncached-sentences", type=int, default=200, help="the uncached path is slow")
+    p.add_argument("--beams", type=int, nargs="+", default=[1, 5])
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--min-len", type=int, default=0)
+    p.add_argument("--max-len", type=int, default=None)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--cached-only", action="store_true")
+    return p.parse_args()
+
+
+if __name__ == "__main__":
+    main()

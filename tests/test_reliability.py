@@ -1,0 +1,230 @@
+"""What happens when users feed the translator anything and kill training at any moment."""
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seq2seq import checkpoint as ckpt
+from seq2seq.model import Transformer
+from seq2seq.train import TrainConfig, train
+from tests.cli_helpers import run_cli, run_process
+from tests.conftest import write_multi30k
+from tests.test_cli import TRAIN
+
+NO_CHECKS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("reliability")
+    data = write_multi30k(root / "corpus", {"train": 60, "val": 6})
+    result = run_process([*TRAIN, "--data-dir", data, "--run", root / "run"])
+    assert result.code == 0, result.err
+    return root / "run"
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    return lambda *args, stdin=b"": run_cli(list(args), capsys, monkeypatch, stdin)
+
+
+def lines_out(text: str) -> list[str]:
+    assert text.endswith("\n") or text == ""
+    return text.split("\n")[:-1]
+
+
+def test_awkward_input_gives_one_line_per_line(run, cli):
+    awkward = [
+        "",
+        "   \t ",
+        "x" * 10_000,
+        "😀 日本語 Привет مرحبا",
+        "a\x00b\x07c\x1b[31m",
+        "\x0c\u2028",
+        "ok",
+    ]
+    result = cli("translate", "--run", run, "--beam", "2", stdin="\n".join(awkward).encode() + b"\n")
+    assert result.code == 0, result.err
+    out = lines_out(result.out)
+    assert len(out) == len(awkward)
+    assert out[0] == "" and out[1] == ""
+    assert "truncated" in result.err and result.err.count("\n") == 1  # the 10,000-character line
+
+
+def test_windows_line_endings_and_missing_final_newline(run, cli):
+    result = cli("translate", "--run", run, "--greedy", stdin=b"a dog\r\nthe cat\r\ntwo men")
+    assert result.code == 0 and len(lines_out(result.out)) == 3
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=NO_CHECKS)
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\n"), max_size=40), max_size=6))
+def test_any_unicode_lines_give_one_line_out_per_line_in(run, cli, lines):
+    stdin = "".join(line + "\n" for line in lines).encode("utf-8", "surrogatepass")
+    result = cli("translate", "--run", run, "--greedy", "--max-len", "8", stdin=stdin)
+    assert result.code == 0, result.err
+    assert len(lines_out(result.out)) == len(lines)
+
+
+@pytest.mark.parametrize(
+    "make,message",
+    [
+        (lambda p: p.write_bytes(b"fine\nbad \xfe\n"), "line 2 is not valid UTF-8"),
+        (lambda p: None, "cannot read"),
+        (lambda p: p.mkdir(), "is a directory"),
+    ],
+)
+def test_bad_input_file(run, cli, tmp_path, make, message):
+    path = tmp_path / "input.txt"
+    make(path)
+    result = cli("translate", "--run", run, "--input", path)
+    assert result.code == 2 and message in result.err and result.err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--beam", "0"], "beam size must be at least 1"),
+        (["--max-len", "-3"], "lengths must be positive"),
+        (["--min-len", "-1"], "lengths must be positive"),
+        (["--min-len", "9", "--max-len", "4"], "min-len 9 is above max-len 4"),
+        (["--beam", "2", "--nbest", "3"], "nbest must be between 1 and the beam size 2"),
+        (["--batch-size", "0"], "batch size must be at least 1"),
+    ],
+)
+def test_bad_translate_options(run, cli, args, message):
+    result = cli("translate", "--run", run, *args, "hello")
+    assert result.code == 2 and message in result.err and result.err.count("\n") == 1
+
+
+def test_bad_train_options_and_corpora(cli, tmp_path):
+    data = write_multi30k(tmp_path / "corpus", {"train": 5, "val": 2})
+    cases = [
+        (["--preset", "huge"], "'huge' is not one of tiny, small, base"),
+        (["--src", "en", "--tgt", "xx"], "no language 'xx'"),
+        (["--data-dir", tmp_path / "missing"], "does not exist"),
+    ]
+    for args, message in cases:
+        result = cli("train", "--data-dir", data, "--run", tmp_path / "run", *args)
+        assert result.code == 2 and message in result.err, result.err
+    (data / "train.en.gz").write_bytes(b"")
+    result = cli("train", "--data-dir", data, "--run", tmp_path / "run")
+    assert (result.code == 2 and "train.en.gz: cannot read" in result.err) or "is empty" in result.err
+
+
+def test_corpus_whose_every_pair_is_filtered(cli, tmp_path):
+    (tmp_path / "train.en").write_text("\n\n")
+    (tmp_path / "train.fr").write_text("x\n\n")
+    (tmp_path / "val.en").write_text("a\n")
+    (tmp_path / "val.fr").write_text("b\n")
+    result = cli("train", "--data-dir", tmp_path, "--run", tmp_path / "run")
+    assert result.code == 2 and "every one of the 2 training pairs was filtered out" in result.err
+
+
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        (lambda run: (run / ckpt.BEST).write_bytes(b"\x00" * 50), "not a readable safetensors file"),
+        (lambda run: (run / "config.json").write_text("[]"), "not a valid run config"),
+        (lambda run: (run / ckpt.TOKENIZER).unlink(), "no tokenizer at"),
+    ],
+)
+def test_broken_run_directory_from_the_cli(run, cli, tmp_path, damage, message):
+    copy = tmp_path / "run"
+    copy.mkdir()
+    for f in run.iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    damage(copy)
+    for command in (
+        ["translate", "hello"],
+        ["evaluate", "--source", copy / "config.json", "--reference", copy / "config.json"],
+    ):
+        result = cli(command[0], "--run", copy, *command[1:])
+        assert result.code == 2 and message in result.err and "Traceback" not in result.err
+
+
+def test_non_finite_loss_stops_and_keeps_last_checkpoint(tmp_path, monkeypatch):
+    data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
+    config = TrainConfig(vocab_size=60, max_tokens=256, max_steps=2, warmup=2, device="cpu")
+    from tests.test_train import REVERSE_MODEL
+
+    train(tmp_path / "run", config, REVERSE_MODEL, data_dir=str(data))
+    before = (tmp_path / "run" / ckpt.LAST).read_bytes()
+    monkeypatch.setattr(
+        Transformer,
+        "forward",
+        lambda self, src, tgt: torch.full((*tgt.shape, self.cfg.vocab_size), float("nan")),
+    )
+    with pytest.raises(Exception, match="loss became nan at step 3"):
+        train(
+            tmp_path / "run",
+            TrainConfig(**{**config.__dict__, "max_steps": 5}),
+            REVERSE_MODEL,
+            data_dir=str(data),
+        )
+    assert (tmp_path / "run" / ckpt.LAST).read_bytes() == before
+
+
+def start_training(data, run, max_steps=100000):
+    args = [*TRAIN[:3], "--max-steps", str(max_steps), *TRAIN[5:], "--data-dir", data, "--run", run]
+    return subprocess.Popen(
+        [sys.executable, "-m", "seq2seq", *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+def assert_loadable(run):
+    """The last checkpoint, if any, loads completely; so do the best weights."""
+    if (run / ckpt.LAST).exists():
+        model, _ = ckpt.load_run(run, weights=ckpt.BEST)
+        state = ckpt.load_training_state(run / ckpt.LAST, model, torch.optim.AdamW(model.parameters()))
+        return state["step"]
+    return 0
+
+
+def wait_for(path, seconds=120):
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_sigkill_at_random_moments_never_corrupts_the_run(tmp_path):
+    """Each run is killed at a random moment after its first checkpoint, so kills land anywhere:
+    mid-step, mid-validation, mid-write."""
+    data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
+    run, rng, steps = tmp_path / "run", random.Random(7), []
+    for _ in range(3):
+        proc = start_training(data, run)
+        wait_for(run / ckpt.LAST)
+        time.sleep(rng.uniform(0.0, 2.0))
+        proc.kill()
+        proc.wait()
+        steps.append(assert_loadable(run))
+    assert steps == sorted(steps) and steps[0] > 0, steps
+    result = run_process(
+        [*TRAIN[:3], "--max-steps", str(steps[-1] + 3), *TRAIN[5:], "--data-dir", data, "--run", run]
+    )
+    assert result.code == 0, result.err
+    assert f"resuming from step {steps[-1]}" in result.out
+    assert not list(run.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_sigint_and_sigterm_save_the_current_step(tmp_path, signum):
+    data = write_multi30k(tmp_path / "corpus", {"train": 200, "val": 4})
+    run = tmp_path / "run"
+    proc = start_training(data, run)
+    wait_for(run / ckpt.METRICS)
+    time.sleep(0.5)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert "stopped (interrupted)" in out.decode()
+    rows = [json.loads(line) for line in (run / ckpt.METRICS).read_text().splitlines()]
+    assert assert_loadable(run) == rows[-1]["step"] > 0
