@@ -3,6 +3,7 @@
     python scripts/bench_decode.py --preset small --sentences 1000 --min-len 20 --max-len 20
     python scripts/bench_decode.py --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
 
+With --lengths 10 20 50 100 it adds a table of time per sentence against output length.
 The model is a run's trained model (--run) or a freshly initialised one of a preset's shape
 (--preset; random weights decode as fast as trained ones when the output length is forced with
 --min-len/--max-len). Sources are a split's English side encoded with the run's tokenizer
@@ -11,6 +12,7 @@ Times are medians over --repeats runs, tokenization excluded; all rows come from
 """
 
 import argparse
+import resource
 import statistics
 import time
 
@@ -46,6 +48,31 @@ def main() -> None:
             seconds, tokens = measure(model, sources[:n], options, args.repeats)
             rows.append((beam, use_cache, n, n / seconds, tokens / seconds))
     print_table(rows)
+    if args.lengths:
+        length_table(model, sources[: args.batch_size], args)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\npeak resident memory of this process: {peak:.0f} MiB")
+
+
+def length_table(model, sources: list[list[int]], args) -> None:
+    """Milliseconds per sentence against forced output length: cached cost grows linearly with the
+    length (each step attends over the prefix only), uncached quadratically (each step recomputes
+    the whole prefix)."""
+    print(f"\nms per sentence, one batch of {len(sources)}, output length forced")
+    header = [f"{'search':<8}", f"{'cache':<5}", *(f"{n:>7}" for n in args.lengths)]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("-" * (len(h) + 2) for h in header) + "|")
+    for beam in args.beams:
+        for use_cache in (True, False):
+            cells = []
+            for n in args.lengths:
+                options = DecodeOptions(
+                    beam=beam, min_len=n, max_len=n, use_cache=use_cache, batch_size=len(sources)
+                )
+                seconds, _ = measure(model, sources, options, 1)
+                cells.append(f"{1000 * seconds / len(sources):>7.1f}")
+            name = "greedy" if beam == 1 else f"beam {beam}"
+            print(f"| {name:<8} | {'on' if use_cache else 'off':<5} | " + " | ".join(cells) + " |")
 
 
 def measure(model, sources: list[list[int]], options: DecodeOptions, repeats: int):
@@ -122,6 +149,13 @@ def parse_args():
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--cached-only", action="store_true")
+    p.add_argument(
+        "--lengths",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also time one batch at these forced output lengths, e.g. 10 20 50 100",
+    )
     return p.parse_args()
 
 

@@ -16,6 +16,7 @@ class DecoderCache:
         self.cross_kv = cross_kv  # per layer, 2 x (B, H, S, Dh)
         self.src_mask = src_mask  # (B, 1, 1, S), True where the source is not padding
         self.self_kv = self_kv  # (L, 2, B, H, Tmax, Dh)
+        self.spare: Tensor | None = None  # same shape: the target of the next reorder
         self.length = 0  # target positions written so far
 
     def append_self_kv(self, layer: int, q: Tensor, k: Tensor, v: Tensor):
@@ -38,14 +39,19 @@ class DecoderCache:
 
     def reorder(self, beam_idx: Tensor) -> None:
         """Row i continues the hypothesis of row beam_idx[i]: move the self-attention K/V only."""
-        t = self.length
-        self.self_kv[:, :, :, :, :t] = self.self_kv[:, :, :, :, :t].index_select(2, beam_idx)
+        # Gathering whole rows into a second buffer and swapping is one contiguous pass; gathering
+        # the filled prefix in place would need a strided gather and a copy back (measured slower).
+        if self.spare is None:
+            self.spare = torch.empty_like(self.self_kv)
+        torch.index_select(self.self_kv, 2, beam_idx, out=self.spare)
+        self.self_kv, self.spare = self.spare, self.self_kv
 
     def select(self, rows: Tensor) -> None:
         """Keep only `rows` (finished sentences leave the batch): both caches shrink."""
         self.cross_kv = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.cross_kv]
         self.src_mask = self.src_mask.index_select(0, rows)
         self.self_kv = self.self_kv.index_select(2, rows)
+        self.spare = None
 
 
 class PrefixCache:
