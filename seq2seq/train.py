@@ -27,9 +27,9 @@ class TrainConfig:
     src: str = "en"
     tgt: str = "fr"
     vocab_size: int = 8000
-    max_tokens: int = 4096  # per batch: sentences x longest side, in pieces
-    lr: float = 7e-4  # peak, reached at the end of warmup
-    warmup: int = 1000  # steps
+    max_tokens: int = 3072  # per batch: sentences x longest side, in pieces
+    lr: float = 1e-3  # peak, reached at the end of warmup
+    warmup: int = 800  # steps
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
     epochs: int | None = 10  # None: no epoch limit (a time or step budget, or early stopping ends it)

@@ -89,8 +89,12 @@ def test_translation_column_dataset_through_datasets(tmp_path, fmt):
 
 
 def test_unreachable_hub_dataset_is_a_clean_error(monkeypatch):
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import datasets
+    import huggingface_hub
+
+    # offline mode is read at import time, so set the already-imported flags, not the environment
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True, raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(Seq2SeqError, match="cannot load dataset 'no-such/corpus-xyz'"):
         load_pairs("no-such/corpus-xyz", "train", "en", "fr")
 
