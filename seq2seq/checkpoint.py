@@ -20,7 +20,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from seq2seq.atomic import write_atomic, write_with
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import Seq2SeqError, first_line
 from seq2seq.model import ModelConfig, Transformer
 from seq2seq.tokenizer import Tokenizer
 
@@ -81,15 +81,14 @@ def save_weights(model: Transformer, path: Path) -> None:
 
 
 def load_weights(model: Transformer, path: Path) -> None:
-    _load_state(model, _read_tensors(path, "")[0], path)
+    _load_state(model, _read_tensors(path)[0], path)
 
 
 def _load_state(model: Transformer, tensors: dict, path: Path) -> None:
     try:
         model.load_state_dict(tensors)
     except RuntimeError as e:
-        first = str(e).strip().splitlines()[0]
-        raise Seq2SeqError(f"{path} does not fit the model in config.json ({first})") from None
+        raise Seq2SeqError(f"{path} does not fit the model in config.json ({first_line(e)})") from None
 
 
 def save_training_state(path: Path, model: Transformer, optimizer, state: dict) -> None:
@@ -113,7 +112,7 @@ def save_training_state(path: Path, model: Transformer, optimizer, state: dict) 
 
 def load_training_state(path: Path, model: Transformer, optimizer) -> dict:
     """Restore weights, optimizer and RNG in place; return the trainer's JSON state."""
-    tensors, metadata = _read_tensors(path, "")
+    tensors, metadata = _read_tensors(path)
     try:
         state = json.loads(metadata["trainer_state"])
         optim_json = json.loads(metadata["optimizer"])
@@ -159,8 +158,8 @@ def config_sections(model_cfg: ModelConfig, train_cfg, tokenizer: Tokenizer) -> 
     }
 
 
-def _read_tensors(path: Path, prefix: str) -> tuple[dict, dict]:
-    """Tensors whose names start with `prefix` (prefix removed) and the file's metadata."""
+def _read_tensors(path: Path) -> tuple[dict, dict]:
+    """All tensors of a safetensors file and its metadata, with every failure a clean error."""
     if not path.is_file():
         raise Seq2SeqError(f"{path} is missing; the run has no trained weights yet")
     try:
@@ -169,4 +168,4 @@ def _read_tensors(path: Path, prefix: str) -> tuple[dict, dict]:
             tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (not a dict)
     except (SafetensorError, OSError, ValueError) as e:
         raise Seq2SeqError(f"{path} is not a readable safetensors file ({e})") from None
-    return {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}, metadata
+    return tensors, metadata

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import Seq2SeqError, first_line
 
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
 MULTI30K_LANGS = {
@@ -147,7 +147,7 @@ def _read_lines(data_file: str) -> list[str]:
     try:
         ds = _datasets().load_dataset("text", data_files={"lines": data_file}, split="lines")
     except Exception as e:  # a failed download or a broken file, in datasets' many exception types
-        raise Seq2SeqError(f"cannot load {data_file} ({_first_line(e)})") from None
+        raise Seq2SeqError(f"cannot load {data_file} ({first_line(e)})") from None
     return [line.rstrip("\r") for line in ds["text"]]
 
 
@@ -166,7 +166,7 @@ def _load_file(path: Path, src: str, tgt: str) -> list[Pair]:
     try:
         ds = _datasets().load_dataset(builder, data_files={"data": str(path)}, split="data")
     except Exception as e:  # datasets wraps every parse failure in its own exception types
-        raise Seq2SeqError(f"{path}: cannot load ({_first_line(e)})") from None
+        raise Seq2SeqError(f"{path}: cannot load ({first_line(e)})") from None
     return _translation_pairs(ds, str(path), src, tgt)
 
 
@@ -188,7 +188,7 @@ def _load_hub(corpus: str, split: str, src: str, tgt: str) -> list[Pair]:
     try:
         splits = datasets.load_dataset(name, config or None)
     except Exception as e:  # offline, unknown id, bad config: datasets raises many types
-        raise Seq2SeqError(f"cannot load dataset {corpus!r} ({_first_line(e)})") from None
+        raise Seq2SeqError(f"cannot load dataset {corpus!r} ({first_line(e)})") from None
     if split not in splits:
         raise Seq2SeqError(f"dataset {corpus!r} has no split {split!r}; splits: {', '.join(splits)}")
     return _translation_pairs(splits[split], corpus, src, tgt)
@@ -204,11 +204,6 @@ def _translation_pairs(ds, where: str, src: str, tgt: str) -> list[Pair]:
         if lang not in rows[0]:
             raise Seq2SeqError(f"{where} has no language {lang!r}; languages: {', '.join(rows[0])}")
     return [(row[src], row[tgt]) for row in rows]
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip() or type(error).__name__
-    return text.splitlines()[0]
 
 
 def _datasets():

@@ -3,3 +3,9 @@
 
 class Seq2SeqError(Exception):
     """A problem with what the user gave us (data, options, run directory), not a bug."""
+
+
+def first_line(error: Exception) -> str:
+    """The gist of a library's (often multi-line) error, to quote inside our one-line message."""
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]

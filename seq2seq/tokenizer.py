@@ -8,7 +8,7 @@ from pathlib import Path
 import sentencepiece as spm
 
 from seq2seq.atomic import write_atomic
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import Seq2SeqError, first_line
 
 # Fixed special ids: the model and the batcher rely on them without asking the tokenizer.
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -81,6 +81,6 @@ def train_tokenizer(
             minloglevel=2,
         )
     except RuntimeError as e:
-        raise Seq2SeqError(f"SentencePiece could not train: {str(e).strip().splitlines()[0]}") from None
+        raise Seq2SeqError(f"SentencePiece could not train: {first_line(e)}") from None
     write_atomic(path, model.getvalue())
     return Tokenizer(path)
