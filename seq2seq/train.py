@@ -164,7 +164,7 @@ class _Loop:
                 if stop:
                     break
                 tick = time.perf_counter()
-                batch = self._batch(batches[state["batch"]])
+                batch = self._batch(batches[state["batch"]], self.src_ids, self.tgt_ids)
                 loss = self._train_step(batch, state["step"] + 1)
                 state["step"], state["batch"] = state["step"] + 1, state["batch"] + 1
                 losses.append(loss)
@@ -174,6 +174,8 @@ class _Loop:
                 reporter.step(state["step"], loss, lr, tokens / train_seconds)
             if stop is None:
                 state["epoch"], state["batch"] = state["epoch"] + 1, 0
+            if not losses:
+                continue  # nothing trained since the last validation (e.g. a finished run rerun)
             tick = time.perf_counter()
             row = self._validate(state, losses, tokens / max(train_seconds, 1e-9), start_time)
             validation_seconds = time.perf_counter() - tick
@@ -181,7 +183,7 @@ class _Loop:
             losses, tokens, train_seconds = [], 0, 0.0
             if state["bad_validations"] >= cfg.patience:
                 stop = "early stop"
-        return {**row, "stop": stop or "epochs"} if row else {"stop": stop or "epochs"}
+        return {**(row or {"step": state["step"]}), "stop": stop or "epochs"}
 
     def _stop_reason(self, state, start_time, validation_seconds, should_stop) -> str | None:
         cfg = self.config
@@ -195,9 +197,9 @@ class _Loop:
             return "max minutes"
         return None
 
-    def _batch(self, indices: list[int]) -> Batch:
-        src = [self.src_ids[i] for i in indices]
-        tgt = [self.tgt_ids[i] for i in indices]
+    def _batch(self, indices: list[int], src_ids: list[list[int]], tgt_ids: list[list[int]]) -> Batch:
+        src = [src_ids[i] for i in indices]
+        tgt = [tgt_ids[i] for i in indices]
         return collate(src, tgt, self.max_len).to(self.device)
 
     def _train_step(self, batch: Batch, step: int) -> float:
@@ -239,8 +241,7 @@ class _Loop:
         src, tgt = self.val_src, self.val_tgt
         total, count = 0.0, 0
         for indices in token_batches(lengths(src, tgt), self.config.max_tokens, seed=0, epoch=0):
-            batch = collate([src[i] for i in indices], [tgt[i] for i in indices], self.max_len)
-            batch = batch.to(self.device)
+            batch = self._batch(indices, src, tgt)
             with self.autocast:
                 total += self._loss(batch, label_smoothing=0.0).item()
             count += batch.n_tokens
