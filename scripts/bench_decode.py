@@ -18,6 +18,7 @@ import time
 
 import torch
 
+from seq2seq.allocator import keep_freed_memory
 from seq2seq.batch import EOS_ID, pad
 from seq2seq.checkpoint import load_run
 from seq2seq.data import load_pairs
@@ -27,6 +28,7 @@ from seq2seq.model import PRESETS, Transformer, preset_config
 
 def main() -> None:
     args = parse_args()
+    keep_freed_memory()  # as `seq2seq` does at startup
     torch.set_num_threads(args.threads)
     model, sources = model_and_sources(args)
     print(

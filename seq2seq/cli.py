@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from seq2seq import cli_display as display
+from seq2seq.allocator import keep_freed_memory
 from seq2seq.errors import Seq2SeqError
 
 app = typer.Typer(
@@ -292,6 +293,7 @@ def main() -> None:
     """Run the app with every error as one line on stderr: exit 2 for bad input or usage."""
     if len(sys.argv) == 1:
         sys.argv.append("--help")
+    keep_freed_memory()
     try:
         code = app(standalone_mode=False)
     except UsageError as e:

@@ -1,0 +1,34 @@
+import subprocess
+import sys
+
+import pytest
+
+# Where does a 20 MB tensor live? glibc serves blocks that large with their own mmap, unmapped again
+# on free, so a decoding step that makes such tensors faults their pages in afresh every step; under
+# the policy they come from the heap, whose freed memory is reused.
+WHERE = """
+import sys, torch
+from seq2seq.allocator import keep_freed_memory
+if sys.argv[1] == "keep":
+    assert keep_freed_memory()
+ptr = torch.empty(5_000_000).data_ptr()
+for line in open("/proc/self/maps"):
+    if line.rstrip().endswith("[heap]"):
+        start, end = (int(x, 16) for x in line.split()[0].split("-"))
+        if start <= ptr < end:
+            print("heap")
+            break
+else:
+    print("mmap")
+"""
+
+
+def where_a_large_tensor_lives(policy: str) -> str:
+    out = subprocess.run([sys.executable, "-c", WHERE, policy], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a glibc setting")
+def test_large_blocks_come_from_the_reused_heap():
+    assert where_a_large_tensor_lives("default") == "mmap"
+    assert where_a_large_tensor_lives("keep") == "heap"
