@@ -28,26 +28,20 @@ class DecoderCache:
         kv = self.self_kv[layer, :, :, :, : t + 1]
         return q, kv[0], kv[1], None, False
 
-    def expand(self, beams: int) -> None:
-        """Give each sentence `beams` rows. Beams share their source, so after this the cross
-        K/V are never reordered: only the self-attention K/V follow the beams' parents."""
-        self.cross_kv = [
-            (k.repeat_interleave(beams, 0), v.repeat_interleave(beams, 0)) for k, v in self.cross_kv
-        ]
-        self.src_mask = self.src_mask.repeat_interleave(beams, 0)
-        self.self_kv = self.self_kv.repeat_interleave(beams, 2)
-
     def reorder(self, beam_idx: Tensor) -> None:
         """Row i continues the hypothesis of row beam_idx[i]: move the self-attention K/V only."""
-        # Gathering whole rows into a second buffer and swapping is one contiguous pass; gathering
-        # the filled prefix in place would need a strided gather and a copy back (measured slower).
+        # Gather into a second buffer and swap (no copy back); only the filled prefix moves, the
+        # rest of the spare is written before it is ever read.
         if self.spare is None:
             self.spare = torch.empty_like(self.self_kv)
-        torch.index_select(self.self_kv, 2, beam_idx, out=self.spare)
+        t = self.length
+        torch.index_select(self.self_kv[..., :t, :], 2, beam_idx, out=self.spare[..., :t, :])
         self.self_kv, self.spare = self.spare, self.self_kv
 
     def select(self, rows: Tensor) -> None:
-        """Keep only `rows` (finished sentences leave the batch): both caches shrink."""
+        """Keep only `rows`, in this order, repeats allowed: finished sentences leave the batch
+        (both caches shrink), and beam search's first step turns one row per sentence into one per
+        beam."""
         self.cross_kv = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.cross_kv]
         self.src_mask = self.src_mask.index_select(0, rows)
         self.self_kv = self.self_kv.index_select(2, rows)
@@ -61,10 +55,6 @@ class PrefixCache:
     def __init__(self, memory: Tensor, src_mask: Tensor):
         self.memory, self.src_mask = memory, src_mask  # (B, S, D), (B, 1, 1, S)
         self.tokens: list[Tensor] = []  # one (B,) tensor per step
-
-    def expand(self, beams: int) -> None:
-        self.memory = self.memory.repeat_interleave(beams, 0)
-        self.src_mask = self.src_mask.repeat_interleave(beams, 0)
 
     def reorder(self, beam_idx: Tensor) -> None:
         self.tokens = [t.index_select(0, beam_idx) for t in self.tokens]

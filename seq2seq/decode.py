@@ -1,5 +1,5 @@
 """Greedy and beam search over the model protocol (encode, init_cache, decode_step, cache.reorder /
-select / expand), and `translate` for lines of text.
+select), and `translate` for lines of text.
 
 Shapes: B sentences, K beams, n active sentences, V vocabulary, t output tokens so far.
 """
@@ -7,6 +7,7 @@ Shapes: B sentences, K beams, n active sentences, V vocabulary, t output tokens 
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from seq2seq.batch import BOS_ID, EOS_ID, PAD_ID, pad
@@ -149,26 +150,23 @@ def beam_search(
     A sentence is done once `beam` hypotheses have ended in EOS (or at its max length); done
     sentences leave the active batch, shrinking both caches. As in fairseq, only EOS candidates
     ranked within the top `beam` are finished, which makes beam 1 identical to greedy search.
+    The first step runs one row per sentence (all beams would be the same BOS prefix); choosing
+    its `beam` continuations is what fills the beam.
     """
     B, K = src.size(0), beam
     memory, src_mask = model.encode(src)
     cache = model.init_cache(memory, src_mask, int(max_lens.max()) + 1, use_cache)
-    cache.expand(K)
     device = src.device
     sent = torch.arange(B, device=device)
-    scores = torch.full((B, K), float("-inf"), device=device)
-    scores[:, 0] = 0.0  # all beams start identical: let only the first one expand
-    history = torch.zeros(B, K, 0, dtype=torch.long, device=device)  # (n, K, t)
-    tokens = torch.full((B * K,), BOS_ID, device=device)
+    scores = torch.zeros(B, 1, device=device)  # (n, k): k hypotheses per sentence, 1 at first
+    history = torch.zeros(B, 1, 0, dtype=torch.long, device=device)  # (n, k, t)
+    tokens = torch.full((B,), BOS_ID, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
     for t in range(int(max_lens.max()) + 1):
-        n = len(sent)
-        logprobs = model.decode_step(tokens, cache).float().log_softmax(-1)  # (n*K, V)
-        constrain(logprobs, t, min_len, max_lens[sent].repeat_interleave(K))
-        V = logprobs.size(-1)
-        candidates = (scores[:, :, None] + logprobs.view(n, K, V)).view(n, K * V)
-        top_scores, top_idx = candidates.topk(2 * K, dim=1)  # (n, 2K), best first
-        parent, token = top_idx // V, top_idx % V
+        n, k = scores.shape
+        logprobs = model.decode_step(tokens, cache).float().log_softmax(-1)  # (n*k, V)
+        constrain(logprobs, t, min_len, max_lens[sent].repeat_interleave(k))
+        top_scores, parent, token = best_continuations(scores, logprobs, 2 * K)  # (n, 2K) each
         is_eos = token == EOS_ID
         ends = is_eos[:, :K] & top_scores[:, :K].isfinite()
         for i, j in ends.nonzero().tolist():
@@ -179,19 +177,37 @@ def beam_search(
         order = torch.sort(is_eos.to(torch.uint8), dim=1, stable=True).indices[:, :K]
         scores, parent, token = (x.gather(1, order) for x in (top_scores, parent, token))
         history = torch.cat([history.gather(1, parent[:, :, None].expand(-1, -1, t)), token[:, :, None]], 2)
-        beam_idx = (torch.arange(n, device=device)[:, None] * K + parent).view(-1)  # (n*K,)
+        beam_idx = (torch.arange(n, device=device)[:, None] * k + parent).view(-1)  # (n*K,)
         done = torch.tensor([len(finished[b]) >= K for b in sent.tolist()], device=device)
         done |= t >= max_lens[sent]
         if done.all():
             break
-        if done.any():
+        if done.any() or k != K:
             keep = (~done).nonzero()[:, 0]
-            cache.select(beam_idx.view(n, K)[keep].view(-1))  # reorder and shrink in one copy
+            cache.select(beam_idx.view(n, K)[keep].view(-1))  # reorder, shrink or grow in one copy
             sent, scores, history, token = sent[keep], scores[keep], history[keep], token[keep]
         elif not is_identity(beam_idx):
             cache.reorder(beam_idx)
         tokens = token.reshape(-1)
     return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]
+
+
+def best_continuations(scores: Tensor, logprobs: Tensor, width: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The `width` best (score, parent, token) over all k x V extensions of each sentence's k
+    hypotheses, best first. scores (n, k), logprobs (n*k, V) -> three (n, width) tensors.
+
+    Each hypothesis' own top `width` are taken first: anything in the joint top `width` is in its
+    row's top `width`, so the joint choice is exact and runs over k x width scores, not k x V.
+    """
+    (n, k), V = scores.shape, logprobs.size(-1)
+    c = min(width, V)
+    row_scores, row_tokens = logprobs.topk(c, dim=1)  # (n*k, c)
+    candidates = (scores[:, :, None] + row_scores.view(n, k, c)).view(n, k * c)
+    if k * c < width:  # a vocabulary smaller than the beam: pad with impossible candidates
+        candidates = F.pad(candidates, (0, width - k * c), value=float("-inf"))
+    top_scores, idx = candidates.topk(width, dim=1)
+    idx = idx.clamp(max=k * c - 1)
+    return top_scores, idx // c, row_tokens.view(n, k * c).gather(1, idx)
 
 
 def constrain(logprobs: Tensor, t: int, min_len: int, max_lens: Tensor) -> None:

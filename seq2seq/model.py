@@ -217,7 +217,10 @@ class Transformer(nn.Module):
         here, once; the prefix kind keeps only the tokens and recomputes everything each step."""
         if not use_cache:
             return PrefixCache(memory, src_mask)
-        cross_kv = [layer.cross_attn.project_kv(memory) for layer in self.decoder]
+        # contiguous, so every step's attention reads them without a copy
+        cross_kv = [
+            tuple(x.contiguous() for x in layer.cross_attn.project_kv(memory)) for layer in self.decoder
+        ]
         B, _S, D = memory.shape
         shape = (len(self.decoder), 2, B, self.cfg.n_heads, max_len, D // self.cfg.n_heads)
         return DecoderCache(cross_kv, src_mask, memory.new_zeros(shape))
