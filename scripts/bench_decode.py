@@ -52,6 +52,9 @@ def main() -> None:
     print_table(rows)
     if args.lengths:
         length_table(model, sources[: args.batch_size], args)
+    if args.profile:
+        for beam in args.beams:
+            profile(model, sources, DecodeOptions(beam=beam, min_len=args.min_len, max_len=args.max_len))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak resident memory of this process: {peak:.0f} MiB")
 
@@ -75,6 +78,18 @@ def length_table(model, sources: list[list[int]], args) -> None:
                 cells.append(f"{1000 * seconds / len(sources):>7.1f}")
             name = "greedy" if beam == 1 else f"beam {beam}"
             print(f"| {name:<8} | {'on' if use_cache else 'off':<5} | " + " | ".join(cells) + " |")
+
+
+def profile(model, sources: list[list[int]], options: DecodeOptions) -> None:
+    """Where the time goes: the operators that took the most time over one cached pass."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        measure(model, sources, options, 1)
+    name = "greedy" if options.beam == 1 else f"beam {options.beam}"
+    print(f"\nprofile, {name}, cached, {len(sources)} sentences")
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))
 
 
 def measure(model, sources: list[list[int]], options: DecodeOptions, repeats: int):
@@ -151,6 +166,7 @@ def parse_args():
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--cached-only", action="store_true")
+    p.add_argument("--profile", action="store_true", help="also print the top operators (cached)")
     p.add_argument(
         "--lengths",
         type=int,
