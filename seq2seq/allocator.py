@@ -8,7 +8,6 @@ process' peak is unchanged because the blocks are reused, not accumulated.
 """
 
 import ctypes
-import ctypes.util
 import sys
 
 M_TRIM_THRESHOLD = -1  # mallopt parameters, from glibc's malloc.h
@@ -23,8 +22,9 @@ def keep_freed_memory() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        # the process' own symbols, libc's among them: no library search (find_library runs
+        # ldconfig in a subprocess, at every start of the CLI)
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
