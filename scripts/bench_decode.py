@@ -76,8 +76,8 @@ def length_table(model, sources: list[list[int]], args) -> None:
                 )
                 seconds, _ = measure(model, sources, options, 1)
                 cells.append(f"{1000 * seconds / len(sources):>7.1f}")
-            name = "greedy" if beam == 1 else f"beam {beam}"
-            print(f"| {name:<8} | {'on' if use_cache else 'off':<5} | " + " | ".join(cells) + " |")
+            cache = "on" if use_cache else "off"
+            print(f"| {search_name(beam):<8} | {cache:<5} | " + " | ".join(cells) + " |")
 
 
 def profile(model, sources: list[list[int]], options: DecodeOptions) -> None:
@@ -87,8 +87,7 @@ def profile(model, sources: list[list[int]], options: DecodeOptions) -> None:
 
     with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
         measure(model, sources, options, 1)
-    name = "greedy" if options.beam == 1 else f"beam {options.beam}"
-    print(f"\nprofile, {name}, cached, {len(sources)} sentences")
+    print(f"\nprofile, {search_name(options.beam)}, cached, {len(sources)} sentences")
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))
 
 
@@ -140,12 +139,16 @@ def print_table(rows) -> None:
     )
     print(f"|{'-' * 10}|{'-' * 7}|{'-' * 11}|{'-' * 10}|{'-' * 11}|{'-' * 17}|")
     for beam, use_cache, n, sps, tps in rows:
-        name = "greedy" if beam == 1 else f"beam {beam}"
+        name = search_name(beam)
         speedup = "" if use_cache else f"{cached[beam] / sps:.1f}x"
         print(
             f"| {name:<8} | {'on' if use_cache else 'off':<5} | {n:>9} | {sps:>8.1f} | {tps:>9.0f} | "
             f"{speedup:>15} |"
         )
+
+
+def search_name(beam: int) -> str:
+    return "greedy" if beam == 1 else f"beam {beam}"
 
 
 def parse_args():
