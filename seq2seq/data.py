@@ -1,8 +1,9 @@
 """Parallel (src, tgt) sentence pairs, loaded through Hugging Face `datasets`.
 
 A corpus is named by one string:
-- `multi30k`: the official Multi30k raw files, downloaded and cached by `datasets`, or read from a
-  local folder in the same `<split>.<lang>.gz` layout (`data_dir` / SEQ2SEQ_DATA_DIR);
+- `multi30k`: the official Multi30k raw files, downloaded and cached by `datasets` (from a mirror
+  named by SEQ2SEQ_MULTI30K_URL, if set), or read from a local folder in the same
+  `<split>.<lang>.gz` layout (`data_dir` / SEQ2SEQ_DATA_DIR);
 - a path pattern with `{split}`: `mine/{split}.tsv` (src<TAB>tgt lines) or
   `books/{split}.parquet` / `.json` / `.jsonl` (a `translation` column of {lang: text} dicts);
 - anything else is a Hugging Face hub dataset id with a `translation` column, optionally
@@ -16,7 +17,8 @@ from pathlib import Path
 
 from seq2seq.errors import Seq2SeqError, first_line
 
-MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
+MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
+MULTI30K_URL_ENV = "SEQ2SEQ_MULTI30K_URL"  # a mirror of the folder above, same file names
 MULTI30K_LANGS = {
     "train": ("en", "de", "fr", "cs"),
     "val": ("en", "de", "fr", "cs"),
@@ -99,11 +101,11 @@ def _load_multi30k(split: str, src: str, tgt: str, data_dir: str | Path | None) 
     if src == tgt:
         raise Seq2SeqError(f"source and target language are both {src!r}")
     if data_dir is None:
-        files = [MULTI30K_URL.format(split=split, lang=lang) for lang in (src, tgt)]
+        files = [_download(_multi30k_url(split, lang)) for lang in (src, tgt)]
     else:
         files = [_local_file(Path(data_dir), split, lang) for lang in (src, tgt)]
-        for path in files:
-            _check_utf8(path)
+    for path in files:
+        _check_utf8(path)
     src_lines, tgt_lines = (_read_lines(str(f)) for f in files)
     if len(src_lines) != len(tgt_lines):
         raise Seq2SeqError(
@@ -113,6 +115,28 @@ def _load_multi30k(split: str, src: str, tgt: str, data_dir: str | Path | None) 
     if not src_lines:
         raise Seq2SeqError(f"{files[0]} is empty")
     return list(zip(src_lines, tgt_lines, strict=True))
+
+
+def _multi30k_url(split: str, lang: str) -> str:
+    base = os.environ.get(MULTI30K_URL_ENV) or MULTI30K_URL
+    return f"{base.rstrip('/')}/{split}.{lang}.gz"
+
+
+def _download(url: str) -> Path:
+    """The unpacked file at `url` through datasets' download cache. The cache is keyed by the URL
+    alone (no ETag check): the Multi30k files never change, so a later run, online or not, reads
+    the copy without a request."""
+    datasets = _datasets()
+    manager = datasets.DownloadManager(download_config=datasets.DownloadConfig(use_etag=False))
+    try:
+        return Path(manager.download_and_extract(url))
+    except Exception as e:  # no network, a proxy, a 404: datasets and fsspec raise many types
+        reason = e.__cause__ or e.__context__ or e  # datasets' own error repeats only the URL
+        raise Seq2SeqError(
+            f"cannot download {url} ({first_line(reason)}); to work offline, pass --data-dir DIR or "
+            f"set {DATA_DIR_ENV}=DIR, a folder of the Multi30k raw files <split>.<lang>.gz "
+            "(train.en.gz, val.en.gz, test_2016_flickr.en.gz, ...)"
+        ) from None
 
 
 def _local_file(data_dir: Path, split: str, lang: str) -> Path:
@@ -143,7 +167,7 @@ def _check_utf8(path: Path) -> None:
 
 
 def _read_lines(data_file: str) -> list[str]:
-    """Lines of a (possibly gzipped, possibly remote) text file; splits on newlines only."""
+    """Lines of a (possibly gzipped) local text file; splits on newlines only."""
     try:
         ds = _datasets().load_dataset("text", data_files={"lines": data_file}, split="lines")
     except Exception as e:  # a failed download or a broken file, in datasets' many exception types
