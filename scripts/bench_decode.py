@@ -23,7 +23,8 @@ from seq2seq.batch import EOS_ID, pad
 from seq2seq.checkpoint import load_run
 from seq2seq.data import load_pairs
 from seq2seq.decode import DecodeOptions, search
-from seq2seq.model import PRESETS, Transformer, preset_config
+from seq2seq.model import build_model, preset_config
+from seq2seq.transformer import PRESETS
 
 
 def main() -> None:
@@ -113,7 +114,7 @@ def model_and_sources(args):
         model, tokenizer = load_run(args.run)
     else:
         tokenizer = None
-        model = Transformer(preset_config(args.preset, vocab_size=args.vocab_size)).eval()
+        model = build_model(preset_config("transformer", args.preset, vocab_size=args.vocab_size)).eval()
     if tokenizer is not None and (args.input or args.data_dir):
         if args.input:
             with open(args.input, encoding="utf-8") as f:

@@ -68,3 +68,36 @@ class PrefixCache:
 def is_identity(beam_idx: Tensor) -> bool:
     """True when every row keeps its own parent, so a reorder would copy for nothing."""
     return bool(torch.equal(beam_idx, torch.arange(len(beam_idx), device=beam_idx.device)))
+
+
+State = Tensor | tuple[Tensor, Tensor]  # a GRU's h, or an LSTM's (h, c): each (L, B, D)
+
+
+class RNNCache:
+    """The RNN's decoding state. What the Transformer caches as cross-attention K/V, the RNN keeps
+    as the encoder states h_j and their attention projection (U h_j, or W h_j), computed once per
+    sentence; the recurrent state (and Luong's attentional state) is what each step advances and
+    what beam search reorders."""
+
+    def __init__(self, memory: Tensor, keys: Tensor, src_mask: Tensor, state: State, feed: Tensor | None):
+        self.memory, self.keys = memory, keys  # (B, S, D) each
+        self.src_mask = src_mask  # (B, S), True where the source is not padding
+        self.state = state  # (L, B, D), or (h, c) for an LSTM
+        self.feed = feed  # (B, D): Luong's attentional state of the previous step; None for Bahdanau
+
+    def reorder(self, beam_idx: Tensor) -> None:
+        """Row i continues the hypothesis of row beam_idx[i]: only the recurrent state moves."""
+        self.state = map_state(self.state, lambda x: x.index_select(1, beam_idx))
+        if self.feed is not None:
+            self.feed = self.feed.index_select(0, beam_idx)
+
+    def select(self, rows: Tensor) -> None:
+        """Keep only `rows`, in this order, repeats allowed (both kinds of state shrink or grow)."""
+        self.memory, self.keys = self.memory.index_select(0, rows), self.keys.index_select(0, rows)
+        self.src_mask = self.src_mask.index_select(0, rows)
+        self.reorder(rows)
+
+
+def map_state(state: State, fn) -> State:
+    """Apply `fn` to a GRU's state or to both halves of an LSTM's."""
+    return tuple(fn(x) for x in state) if isinstance(state, tuple) else fn(state)

@@ -1,35 +1,39 @@
 """The run directory: everything `translate` and `evaluate` need, and everything `train` resumes from.
 
-    config.json        {"model": ModelConfig, "train": TrainConfig, "tokenizer": {...}} as JSON
+    config.json        {"model": model config (its "arch" names the architecture), "train":
+                       TrainConfig, "tokenizer": {...}} as JSON
     tokenizer.model    the SentencePiece model
     model.safetensors  best weights by validation BLEU
     last.safetensors   latest weights *and* optimizer/schedule/RNG state in one file, so a kill
                        can never pair the weights of one step with the optimizer of another
     metrics.jsonl      one JSON row per validation
+    curves.png         learning curves drawn from metrics.jsonl (when matplotlib is installed)
 
 Every file is written atomically and read without unpickling anything: tensors through
 safetensors, everything else as JSON (inside the safetensors metadata for the trainer state).
 """
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
+from torch import nn
 
 from seq2seq.atomic import write_atomic, write_with
 from seq2seq.errors import Seq2SeqError, first_line
-from seq2seq.model import ModelConfig, Transformer
+from seq2seq.model import ModelConfig, build_model, config_from_dict
 from seq2seq.tokenizer import Tokenizer
 
-CONFIG, TOKENIZER, BEST, LAST, METRICS = (
+CONFIG, TOKENIZER, BEST, LAST, METRICS, CURVES = (
     "config.json",
     "tokenizer.model",
     "model.safetensors",
     "last.safetensors",
     "metrics.jsonl",
+    "curves.png",
 )
 
 
@@ -52,12 +56,11 @@ def load_config(run_dir: Path) -> dict:
 
 
 def model_config(sections: dict) -> ModelConfig:
-    """The ModelConfig of a config.json, refusing unknown or missing fields."""
+    """The model config of a config.json (a Transformer's or an RNN's)."""
     values = sections["model"]
-    known = {f.name for f in fields(ModelConfig)}
-    if not isinstance(values, dict) or set(values) != known:
-        raise ValueError("the 'model' section does not match this version's ModelConfig")
-    return ModelConfig(**values)
+    if not isinstance(values, dict):
+        raise ValueError("the 'model' section is not an object")
+    return config_from_dict(values)
 
 
 def load_run(run_dir: Path, device: str | torch.device = "cpu", weights: str = BEST):
@@ -70,28 +73,28 @@ def load_run(run_dir: Path, device: str | torch.device = "cpu", weights: str = B
             f"{run_dir}: tokenizer has {tokenizer.vocab_size} pieces but the model expects "
             f"{cfg.vocab_size}; the run's files do not belong together"
         )
-    model = Transformer(cfg)
+    model = build_model(cfg)
     load_weights(model, run_dir / weights)
     return model.to(device).eval(), tokenizer
 
 
-def save_weights(model: Transformer, path: Path) -> None:
+def save_weights(model: nn.Module, path: Path) -> None:
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata={"format": "pt"}))
 
 
-def load_weights(model: Transformer, path: Path) -> None:
+def load_weights(model: nn.Module, path: Path) -> None:
     _load_state(model, _read_tensors(path)[0], path)
 
 
-def _load_state(model: Transformer, tensors: dict, path: Path) -> None:
+def _load_state(model: nn.Module, tensors: dict, path: Path) -> None:
     try:
         model.load_state_dict(tensors)
     except RuntimeError as e:
         raise Seq2SeqError(f"{path} does not fit the model in config.json ({first_line(e)})") from None
 
 
-def save_training_state(path: Path, model: Transformer, optimizer, state: dict) -> None:
+def save_training_state(path: Path, model: nn.Module, optimizer, state: dict) -> None:
     """One file: weights under `model.`, optimizer tensors under `optim.`, the rest as JSON."""
     tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     optim = optimizer.state_dict()
@@ -110,7 +113,7 @@ def save_training_state(path: Path, model: Transformer, optimizer, state: dict) 
     write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
 
 
-def load_training_state(path: Path, model: Transformer, optimizer) -> dict:
+def load_training_state(path: Path, model: nn.Module, optimizer) -> dict:
     """Restore weights, optimizer and RNG in place; return the trainer's JSON state."""
     tensors, metadata = _read_tensors(path)
     try:

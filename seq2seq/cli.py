@@ -9,6 +9,7 @@ import typer
 
 from seq2seq import cli_display as display
 from seq2seq.allocator import keep_freed_memory
+from seq2seq.cli_io import numbered, one_line, read_lines, write_lines
 from seq2seq.errors import Seq2SeqError
 
 app = typer.Typer(
@@ -76,7 +77,11 @@ def train(
     src: str = typer.Option("en", help="Source language."),
     tgt: str = typer.Option("fr", help="Target language."),
     run: Path | None = RUN,
-    preset: str = typer.Option("small", help="Model shape: tiny, small or base."),
+    preset: str = typer.Option("small", help="Model shape: tiny, small or base (transformer)."),
+    arch: str = typer.Option("transformer", "--arch", help="transformer or rnn."),
+    attention: str | None = typer.Option(None, help="rnn: bahdanau (additive; default) or luong."),
+    score: str | None = typer.Option(None, help="rnn with luong attention: general (default) or dot."),
+    cell: str | None = typer.Option(None, help="rnn: gru (default) or lstm."),
     epochs: int | None = typer.Option(
         None, min=1, help="Epochs at most [default: 10, or no limit with --max-minutes]."
     ),
@@ -93,12 +98,10 @@ def train(
     fp32: bool = typer.Option(False, "--fp32", help="No bf16 autocast, even where it is fast."),
 ):
     """Train a model (and its tokenizer); rerunning resumes from the run's last checkpoint."""
-    from seq2seq.model import PRESETS, preset_config
     from seq2seq.train import TrainConfig
     from seq2seq.train import train as train_run
 
-    if preset not in PRESETS:
-        raise typer.BadParameter(f"{preset!r} is not one of {', '.join(PRESETS)}", param_hint="--preset")
+    model_config = architecture_config(arch, preset, attention, score, cell, dropout)
     config = TrainConfig(
         corpus=corpus,
         src=src,
@@ -118,9 +121,7 @@ def train(
     run = default_run(run, corpus, src, tgt)
     stop_requested = install_stop_handlers()
     with display.TrainingDisplay(run) as reporter:
-        final = train_run(
-            run, config, preset_config(preset, dropout=dropout), data_dir, reporter, stop_requested
-        )
+        final = train_run(run, config, model_config, data_dir, reporter, stop_requested)
     display.training_done(run, final)
 
 
@@ -139,12 +140,29 @@ def translate(
     output: Path | None = typer.Option(None, "--output", help="Write translations here."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Recompute the prefix every step."),
     device: str = DEVICE,
+    show_attention: bool = typer.Option(
+        False, "--show-attention", help="Show each translation's cross-attention (on stderr)."
+    ),
+    attention_png: Path | None = typer.Option(
+        None, "--attention-png", help="Draw all attention maps into FILE (several lines: FILE-<line>.png)."
+    ),
+    layer: int | None = typer.Option(None, "--layer", help="Layer of the maps, from 1 [default: last]."),
+    head: int | None = typer.Option(None, "--head", help="Head of the maps, from 1 [default: their mean]."),
 ):
     """Translate sentences: exactly one output line per input line, in order."""
     from seq2seq.checkpoint import load_run
     from seq2seq.decode import DecodeOptions
     from seq2seq.decode import translate as translate_lines
     from seq2seq.train import resolve_device
+
+    views = show_attention or attention_png is not None
+    for name, value in (("--layer", layer), ("--head", head)):
+        if value is not None and not views:
+            raise typer.BadParameter("goes with --show-attention or --attention-png", param_hint=name)
+    if attention_png is not None:
+        from seq2seq import plots
+
+        plots.require()
 
     options = DecodeOptions(
         beam=1 if greedy else beam,
@@ -164,11 +182,24 @@ def translate(
             f"{result.truncated} line(s) longer than the model's "
             f"{model.cfg.max_positions - 1} pieces were truncated"
         )
+    maps = {}
+    if views:
+        from seq2seq.attention import check_choice, maps_of_translations
+
+        maps = maps_of_translations(model, tokenizer, lines, result)
+        if maps:  # a bad --layer/--head is refused before anything is written
+            check_choice(next(iter(maps.values())), layer, head)
     if nbest > 1:
         out = [f"{i} ||| {one_line(t)} ||| {s:.4f}" for i, hyps in enumerate(result.nbest) for t, s in hyps]
     else:
         out = [one_line(t) for t in result.best]
     write_lines(out, output)
+    for number, m in maps.items():
+        if show_attention:
+            display.attention_heatmap(m, layer, head)
+        if attention_png is not None:
+            path = attention_png if len(maps) == 1 else numbered(attention_png, number)
+            plots.attention_png(m, path, layer, head)
 
 
 @app.command()
@@ -230,45 +261,32 @@ def evaluate(
 
 # --- helpers the commands share -----------------------------------------------------------------
 
-LINE_BREAKS = str.maketrans({c: " " for c in "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
 
+def architecture_config(arch: str, preset: str, attention, score, cell, dropout: float):
+    """The model config the options describe; an option the architecture does not have is an
+    error, never silently ignored."""
+    from seq2seq.model import ARCHITECTURES, preset_config
 
-def one_line(text: str) -> str:
-    """Keep the one-line-out-per-line-in promise even if a translation holds a line separator."""
-    return text.translate(LINE_BREAKS)
-
-
-def read_lines(path: Path | None) -> list[str]:
-    """Lines of a UTF-8 file or of stdin, split on newlines only; invalid UTF-8 names the line."""
-    name = str(path) if path else "standard input"
+    if arch not in ARCHITECTURES:
+        raise typer.BadParameter(f"{arch!r} is not one of {', '.join(ARCHITECTURES)}", param_hint="--arch")
+    presets = ARCHITECTURES[arch][2]
+    if preset not in presets:
+        raise typer.BadParameter(f"{preset!r} is not one of {', '.join(presets)}", param_hint="--preset")
+    rnn_options = {"attention": attention, "score": score, "cell": cell}
+    if arch == "transformer":
+        given = [f"--{name}" for name, value in rnn_options.items() if value is not None]
+        if given:
+            raise typer.BadParameter(f"{', '.join(given)} is for --arch rnn", param_hint="--arch")
+        rnn_options = {}
+    else:
+        attention = rnn_options["attention"] = attention or "bahdanau"
+        rnn_options["cell"] = cell or "gru"
+        if attention == "luong" and score is None:
+            rnn_options["score"] = "general"
     try:
-        data = sys.stdin.buffer.read() if path is None else path.read_bytes()
-    except IsADirectoryError:
-        raise Seq2SeqError(f"{name} is a directory, not a file") from None
-    except OSError as e:
-        raise Seq2SeqError(f"cannot read {name}: {e.strerror}") from None
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()  # the newline that ends the last line does not start another one
-    out = []
-    for number, raw in enumerate(lines, start=1):
-        try:
-            out.append(raw.decode("utf-8").removesuffix("\r"))
-        except UnicodeDecodeError:
-            raise Seq2SeqError(f"{name}: line {number} is not valid UTF-8") from None
-    return out
-
-
-def write_lines(lines: list[str], path: Path | None) -> None:
-    text = "".join(line + "\n" for line in lines)
-    if path is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise Seq2SeqError(f"cannot write {path}: {e.strerror}") from None
+        return preset_config(arch, preset, dropout=dropout, **rnn_options)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
 
 
 def install_stop_handlers():

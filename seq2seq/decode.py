@@ -50,6 +50,7 @@ class Hypothesis:
 @dataclass
 class Translations:
     nbest: list[list[tuple[str, float]]]  # per input line: (text, score), best first
+    tokens: list[list[int]]  # per input line: the best hypothesis' output ids, EOS excluded
     truncated: int = 0  # lines cut to the model's longest source
     best: list[str] = field(init=False)
 
@@ -63,12 +64,10 @@ def translate(model, tokenizer, lines: list[str], options: DecodeOptions) -> Tra
     gives an empty translation without touching the model."""
     options.check()
     device = next(model.parameters()).device
-    max_src = model.cfg.max_positions - 1  # room for EOS
-    ids = tokenizer.encode(lines)
-    truncated = sum(len(x) > max_src for x in ids)
-    ids = [[*x[:max_src], EOS_ID] for x in ids]
+    ids, truncated = source_ids(model, tokenizer, lines)
     todo = sorted((i for i, line in enumerate(lines) if line.strip()), key=lambda i: len(ids[i]))
     nbest: list[list[tuple[str, float]]] = [[] for _ in lines]
+    tokens: list[list[int]] = [[] for _ in lines]
     for start in range(0, len(todo), options.batch_size):
         chunk = todo[start : start + options.batch_size]
         src = pad([ids[i] for i in chunk]).to(device)
@@ -77,7 +76,17 @@ def translate(model, tokenizer, lines: list[str], options: DecodeOptions) -> Tra
         for i, sentence_hyps in zip(chunk, hyps, strict=True):
             texts = tokenizer.decode([h.tokens for h in sentence_hyps])
             nbest[i] = [(text, h.score) for text, h in zip(texts, sentence_hyps, strict=True)]
-    return Translations(nbest, truncated)
+            tokens[i] = sentence_hyps[0].tokens
+    return Translations(nbest, tokens, truncated)
+
+
+def source_ids(model, tokenizer, lines: list[str]) -> tuple[list[list[int]], int]:
+    """Each line's piece ids cut to the model's longest source and ended with EOS, and how many
+    lines were cut."""
+    max_src = model.cfg.max_positions - 1  # room for EOS
+    ids = tokenizer.encode(lines)
+    truncated = sum(len(x) > max_src for x in ids)
+    return [[*x[:max_src], EOS_ID] for x in ids], truncated
 
 
 def search(model, src: Tensor, options: DecodeOptions) -> list[list[Hypothesis]]:

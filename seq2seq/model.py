@@ -1,265 +1,42 @@
-"""The encoder-decoder Transformer, built around one Attention module used three ways.
+"""The two architectures side by side, built from the config that names them. Everything else
+(decoding, training, checkpoints, the attention views) sees only the protocol in `protocol.py`."""
 
-Shapes: B batch (times beams while decoding), S source length, T target length, D model dim,
-H heads, Dh head dim, V vocabulary, L decoder layers.
-"""
+from dataclasses import fields, replace
 
-import math
-from dataclasses import dataclass, replace
+from torch import nn
 
-import torch
-import torch.nn.functional as F
-from torch import Tensor, nn
+from seq2seq import rnn, transformer
+from seq2seq.rnn import RNN, RNNConfig
+from seq2seq.transformer import Transformer, TransformerConfig
 
-from seq2seq.cache import DecoderCache, PrefixCache
-
-PAD_ID = 0  # the tokenizer's fixed padding id; the model only needs it to mask the source
-
-
-@dataclass
-class ModelConfig:
-    vocab_size: int = 8000
-    d_model: int = 256
-    n_heads: int = 4
-    n_encoder_layers: int = 3
-    n_decoder_layers: int = 3
-    d_ff: int = 1024
-    dropout: float = 0.1
-    max_positions: int = 256  # longest source or target, in pieces, EOS/BOS included
-    norm_first: bool = True  # pre-LN; False gives the original paper's post-LN "Add & Norm"
-    tie_embeddings: bool = True  # output projection shares the joint embedding matrix
-
-
-PRESETS = {
-    "tiny": dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512),
-    "small": dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024),
-    "base": dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048),
+ModelConfig = TransformerConfig | RNNConfig
+ARCHITECTURES = {  # arch -> (config, model, presets)
+    "transformer": (TransformerConfig, Transformer, transformer.PRESETS),
+    "rnn": (RNNConfig, RNN, rnn.PRESETS),
 }
 
 
-def preset_config(name: str, **overrides) -> ModelConfig:
-    return replace(ModelConfig(**PRESETS[name]), **overrides)
+def build_model(cfg: ModelConfig) -> nn.Module:
+    return ARCHITECTURES[cfg.arch][1](cfg)
 
 
-class Attention(nn.Module):
-    """Multi-head attention on SDPA. Self-attention fuses Q,K,V into one projection; cross-attention
-    projects Q from the decoder and K,V (fused) from the encoder memory, which `project_kv` does
-    once per sentence while decoding."""
-
-    def __init__(self, cfg: ModelConfig, cross: bool):
-        super().__init__()
-        self.n_heads, self.dropout = cfg.n_heads, cfg.dropout
-        if cross:
-            self.q = nn.Linear(cfg.d_model, cfg.d_model)
-            self.kv = nn.Linear(cfg.d_model, 2 * cfg.d_model)
-        else:
-            self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
-        self.out = nn.Linear(cfg.d_model, cfg.d_model)
-
-    def split_heads(self, x: Tensor) -> Tensor:
-        B, T, D = x.shape  # -> (B, H, T, Dh)
-        return x.view(B, T, self.n_heads, D // self.n_heads).transpose(1, 2)
-
-    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        return tuple(self.split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))
-
-    def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
-        """Cross-attention K and V from the encoder output: (B, S, D) -> 2 x (B, H, S, Dh)."""
-        return tuple(self.split_heads(t) for t in self.kv(memory).chunk(2, dim=-1))
-
-    def attend(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False
-    ) -> Tensor:
-        """(B, H, T, Dh) queries over (B, H, S, Dh) keys/values -> (B, T, D); mask True = seen."""
-        if q.size(2) == 1 and not self.training:
-            # A decoding step has one query per row; on CPU two small matmuls beat SDPA's kernel
-            # setup, and the result is the same attention.
-            y = self.weights(q, k, mask) @ v
-        else:
-            p = self.dropout if self.training else 0.0
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal)
-        B, H, T, Dh = y.shape
-        return self.out(y.transpose(1, 2).reshape(B, T, H * Dh))
-
-    def weights(self, q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor:
-        """The attention distribution SDPA computes but does not return: (B, H, T, S)."""
-        scores = (q * q.size(-1) ** -0.5) @ k.transpose(-2, -1)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        return scores.softmax(dim=-1)
+def preset_config(arch: str, preset: str, **overrides) -> ModelConfig:
+    """A preset's shape for an architecture; a missing one names those that exist."""
+    config, _, presets = ARCHITECTURES[arch]
+    if preset not in presets:
+        raise ValueError(f"the {arch} presets are {', '.join(presets)}, not {preset!r}")
+    return replace(config(**presets[preset]), **overrides)
 
 
-class FeedForward(nn.Sequential):
-    def __init__(self, cfg: ModelConfig):
-        super().__init__(
-            nn.Linear(cfg.d_model, cfg.d_ff),
-            nn.ReLU(),
-            nn.Dropout(cfg.dropout),
-            nn.Linear(cfg.d_ff, cfg.d_model),
-        )
-
-
-class Residual(nn.Module):
-    """Residual connection with LayerNorm before (pre-LN) or after (post-LN) the sub-layer."""
-
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.norm = nn.LayerNorm(cfg.d_model)
-        self.drop = nn.Dropout(cfg.dropout)
-        self.norm_first = cfg.norm_first
-
-    def forward(self, x: Tensor, sublayer) -> Tensor:
-        if self.norm_first:
-            return x + self.drop(sublayer(self.norm(x)))
-        return self.norm(x + self.drop(sublayer(x)))
-
-
-class EncoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.self_attn, self.ff = Attention(cfg, cross=False), FeedForward(cfg)
-        self.res_attn, self.res_ff = Residual(cfg), Residual(cfg)
-
-    def forward(self, x: Tensor, src_mask: Tensor) -> Tensor:
-        x = self.res_attn(x, lambda h: self.self_attn.attend(*self.self_attn.project_qkv(h), src_mask))
-        return self.res_ff(x, self.ff)
-
-
-class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.self_attn, self.cross_attn = Attention(cfg, cross=False), Attention(cfg, cross=True)
-        self.ff = FeedForward(cfg)
-        self.res_self, self.res_cross, self.res_ff = Residual(cfg), Residual(cfg), Residual(cfg)
-
-    def forward(
-        self, x: Tensor, self_kv, cross_kv: tuple[Tensor, Tensor], src_mask: Tensor, weights=None
-    ) -> Tensor:
-        """One layer for the new target positions `x` (B, T, D).
-
-        `self_kv(h)` returns (q, k, v, causal): the positions' queries and the keys/values they may
-        see, either just these positions (teacher forcing, causal) or the cache (decoding).
-        `weights`, when given, is a list that receives this layer's cross-attention (B, H, T, S).
-        """
-        x = self.res_self(x, lambda h: self.self_attn.attend(*self_kv(h)))
-
-        def cross(h: Tensor) -> Tensor:
-            q = self.cross_attn.split_heads(self.cross_attn.q(h))
-            if weights is not None:
-                weights.append(self.cross_attn.weights(q, cross_kv[0], src_mask))
-            return self.cross_attn.attend(q, *cross_kv, src_mask)
-
-        x = self.res_cross(x, cross)
-        return self.res_ff(x, self.ff)
-
-
-class Transformer(nn.Module):
-    """encode() once, then init_cache() + decode_step() per position; forward() for training."""
-
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.cfg = cfg
-        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=PAD_ID)
-        self.register_buffer("positions", sinusoids(cfg.max_positions, cfg.d_model), persistent=False)
-        self.drop = nn.Dropout(cfg.dropout)
-        self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
-        # Pre-LN leaves the residual stream unnormalised, so each stack ends with a LayerNorm.
-        self.encoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
-        self.decoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
-        self.generator = None if cfg.tie_embeddings else nn.Linear(cfg.d_model, cfg.vocab_size)
-        self.apply(init_weights)
-
-    def embed_tokens(self, tokens: Tensor, offset: int = 0) -> Tensor:
-        """(B, T) ids -> (B, T, D); scaled by sqrt(D) so embeddings and positions are comparable."""
-        T = tokens.size(1)
-        if offset + T > self.cfg.max_positions:
-            raise ValueError(f"sequence of {offset + T} exceeds max_positions {self.cfg.max_positions}")
-        x = self.embed(tokens) * math.sqrt(self.cfg.d_model) + self.positions[offset : offset + T]
-        return self.drop(x)
-
-    def logits(self, h: Tensor) -> Tensor:
-        """(..., D) -> (..., V) through the tied embedding matrix (or the untied generator)."""
-        h = self.decoder_norm(h)
-        return F.linear(h, self.embed.weight) if self.generator is None else self.generator(h)
-
-    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
-        """(B, S) source ids -> memory (B, S, D), src_mask (B, 1, 1, S) True where not padding."""
-        src_mask = (src != PAD_ID)[:, None, None, :]
-        x = self.embed_tokens(src)
-        for layer in self.encoder:
-            x = layer(x, src_mask)
-        return self.encoder_norm(x), src_mask
-
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher forcing: (B, S) source and (B, T) shifted target -> (B, T, V) logits."""
-        memory, src_mask = self.encode(src)
-        return self.decode_all(tgt_in, memory, src_mask)
-
-    def decode_all(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, weights=None) -> Tensor:
-        """Every target position at once under a causal mask: (B, T) -> (B, T, V)."""
-        x = self.embed_tokens(tgt_in)
-        for layer in self.decoder:
-            cross_kv = layer.cross_attn.project_kv(memory)
-            x = layer(
-                x,
-                lambda h, a=layer.self_attn: (*a.project_qkv(h), None, True),
-                cross_kv,
-                src_mask,
-                weights,
-            )
-        return self.logits(x)
-
-    def init_cache(
-        self, memory: Tensor, src_mask: Tensor, max_len: int, use_cache: bool = True
-    ) -> DecoderCache | PrefixCache:
-        """Decoding state for a batch. The cached kind projects every layer's cross-attention K/V
-        here, once; the prefix kind keeps only the tokens and recomputes everything each step."""
-        if not use_cache:
-            return PrefixCache(memory, src_mask)
-        # contiguous, so every step's attention reads them without a copy
-        cross_kv = [
-            tuple(x.contiguous() for x in layer.cross_attn.project_kv(memory)) for layer in self.decoder
-        ]
-        B, _S, D = memory.shape
-        shape = (len(self.decoder), 2, B, self.cfg.n_heads, max_len, D // self.cfg.n_heads)
-        return DecoderCache(cross_kv, src_mask, memory.new_zeros(shape))
-
-    def decode_step(self, tokens: Tensor, cache: DecoderCache | PrefixCache) -> Tensor:
-        """The next position for each row: (B,) last tokens -> (B, V) logits; the cache advances."""
-        if isinstance(cache, PrefixCache):
-            cache.tokens.append(tokens)
-            prefix = torch.stack(cache.tokens, dim=1)  # (B, t+1): the whole prefix, every step
-            return self.decode_all(prefix, cache.memory, cache.src_mask)[:, -1]
-        x = self.embed_tokens(tokens[:, None], offset=cache.length)  # (B, 1, D)
-        for i, layer in enumerate(self.decoder):
-            attn = layer.self_attn
-            x = layer(
-                x,
-                lambda h, i=i, a=attn: cache.append_self_kv(i, *a.project_qkv(h)),
-                cache.cross_kv[i],
-                cache.src_mask,
-            )
-        cache.length += 1
-        return self.logits(x[:, 0])
-
-
-def sinusoids(length: int, d_model: int) -> Tensor:
-    """The fixed sine/cosine position table of Vaswani et al.: (length, D)."""
-    position = torch.arange(length, dtype=torch.float32)[:, None]
-    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    table = torch.zeros(length, d_model)
-    table[:, 0::2] = torch.sin(position * freq)
-    table[:, 1::2] = torch.cos(position * freq)
-    return table
-
-
-def init_weights(module: nn.Module) -> None:
-    """Xavier for projections, N(0, D^-1/2) for the tied embedding so logits start small."""
-    if isinstance(module, nn.Linear):
-        nn.init.xavier_uniform_(module.weight)
-        nn.init.zeros_(module.bias)
-    elif isinstance(module, nn.Embedding):
-        nn.init.normal_(module.weight, std=module.embedding_dim**-0.5)
-        with torch.no_grad():
-            module.weight[module.padding_idx].zero_()
+def config_from_dict(values: dict) -> ModelConfig:
+    """The config a config.json's "model" section describes, refusing unknown or missing fields.
+    Runs from before the RNN have no "arch": they are Transformers."""
+    values = dict(values)
+    arch = values.pop("arch", "transformer")
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"unknown architecture {arch!r}")
+    config = ARCHITECTURES[arch][0]
+    expected = {f.name for f in fields(config) if f.init}
+    if set(values) != expected:
+        raise ValueError(f"the 'model' section does not match this version's {config.__name__}")
+    return config(**values)

@@ -48,6 +48,10 @@ class Tokenizer:
     def pieces(self, text: str) -> list[str]:
         return self.sp.EncodeAsPieces(text)
 
+    def id_pieces(self, ids: list[int]) -> list[str]:
+        """The piece of each id, specials included (`<s>`, `</s>`): labels for attention maps."""
+        return [self.sp.IdToPiece(i) for i in ids]
+
 
 def train_tokenizer(
     texts: Iterable[str],

@@ -12,12 +12,13 @@ import torch
 import torch.nn.functional as F
 
 from seq2seq import checkpoint as ckpt
+from seq2seq import plots
 from seq2seq.batch import PAD_ID, Batch, collate, token_batches
 from seq2seq.data import FilterReport, filter_pairs, load_pairs
 from seq2seq.decode import DecodeOptions
 from seq2seq.errors import Seq2SeqError
 from seq2seq.evaluate import evaluate
-from seq2seq.model import ModelConfig, Transformer
+from seq2seq.model import ModelConfig, build_model
 from seq2seq.tokenizer import Tokenizer, train_tokenizer
 
 
@@ -108,7 +109,7 @@ def train(
     ckpt.save_config(run_dir, ckpt.config_sections(model_config, config, tokenizer))
 
     torch.manual_seed(config.seed)
-    model = Transformer(model_config).to(device)
+    model = build_model(model_config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=(0.9, 0.98), eps=1e-9)
     state = {"step": 0, "epoch": 0, "batch": 0, "best_bleu": -1.0, "bad_validations": 0}
     if resuming:
@@ -271,6 +272,8 @@ class _Loop:
         }
         ckpt.save_training_state(self.run_dir / ckpt.LAST, self.model, self.optimizer, state)
         ckpt.append_metrics(self.run_dir, row)
+        if plots.available():
+            plots.learning_curves(ckpt.read_metrics(self.run_dir), self.run_dir / ckpt.CURVES)
         return row
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from seq2seq.model import ModelConfig, Transformer
+from seq2seq.transformer import Transformer, TransformerConfig
 
 EN = ["a dog runs", "two men sit", "the cat sleeps", "a red car", "a girl plays", "the sun sets"]
 FR = [
@@ -22,7 +22,7 @@ FR = [
 def tiny_model(vocab_size: int = 40, seed: int = 0, **overrides) -> Transformer:
     """A 2+2 layer model small enough for exhaustive checks; dropout off so it is deterministic."""
     torch.manual_seed(seed)
-    cfg = ModelConfig(
+    cfg = TransformerConfig(
         vocab_size=vocab_size,
         d_model=32,
         n_heads=4,

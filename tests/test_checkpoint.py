@@ -32,6 +32,30 @@ def test_save_load_gives_identical_logits(run_dir):
         assert torch.equal(model(src, tgt), original(src, tgt))
 
 
+def test_a_run_from_before_the_rnn_loads_as_a_transformer(run_dir):
+    """config.json files written before `arch` existed have no such field."""
+    sections = json.loads((run_dir / "config.json").read_text())
+    assert sections["model"].pop("arch") == "transformer"
+    (run_dir / "config.json").write_text(json.dumps(sections))
+    model, _ = ckpt.load_run(run_dir)
+    assert type(model).__name__ == "Transformer"
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"arch": "lstm-only"}, "unknown architecture 'lstm-only'"),
+        ({"arch": "rnn"}, "does not match this version's RNNConfig"),
+    ],
+)
+def test_a_foreign_architecture_is_a_clean_error(run_dir, change, message):
+    sections = json.loads((run_dir / "config.json").read_text())
+    sections["model"].update(change)
+    (run_dir / "config.json").write_text(json.dumps(sections))
+    with pytest.raises(Seq2SeqError, match=message):
+        ckpt.load_run(run_dir)
+
+
 def test_training_state_round_trip(tmp_path):
     model = tiny_model()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)

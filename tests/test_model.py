@@ -1,7 +1,9 @@
 import pytest
 import torch
 
-from seq2seq.model import PRESETS, Transformer, preset_config
+from seq2seq.model import preset_config
+from seq2seq.protocol import AttentionRecord
+from seq2seq.transformer import PRESETS, Transformer
 from tests.conftest import tiny_model
 
 
@@ -56,18 +58,22 @@ def test_batched_forward_equals_one_by_one():
             torch.testing.assert_close(alone[0], batched[i], atol=1e-5, rtol=1e-5)
 
 
-def test_cross_attention_weights_are_distributions_over_real_source():
+def test_recorded_attention_is_what_the_forward_pass_computes():
+    """Asking for the weights takes the explicit path, which must give SDPA's output."""
     model = tiny_model()
     src, tgt = random_batch()
-    weights = []
     with torch.no_grad():
-        memory, src_mask = model.encode(src)
-        model.decode_all(tgt, memory, src_mask, weights)
-    assert len(weights) == model.cfg.n_decoder_layers
-    w = weights[-1]  # (B, H, T, S)
-    assert w.shape == (3, 4, 6, 7)
-    torch.testing.assert_close(w.sum(-1), torch.ones(3, 4, 6))
-    assert w[0, :, :, -2:].abs().max() == 0  # padding gets no attention
+        plain = model(src, tgt)
+        memory, src_mask = model.encode(src, AttentionRecord())
+        recorded = model.decode_all(tgt, memory, src_mask, AttentionRecord())
+        weights = model.attention(src, tgt)
+    torch.testing.assert_close(recorded, plain, atol=1e-5, rtol=1e-5)
+    assert {k: tuple(w.shape) for k, w in weights.items()} == {
+        "encoder": (3, 2, 4, 7, 7),
+        "decoder": (3, 2, 4, 6, 6),
+        "cross": (3, 2, 4, 6, 7),
+    }
+    assert weights["cross"][0, ..., -2:].abs().max() == 0  # padding gets no attention
 
 
 def test_tied_embeddings_share_one_matrix():
@@ -79,7 +85,7 @@ def test_tied_embeddings_share_one_matrix():
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_presets_build(preset):
-    cfg = preset_config(preset, vocab_size=8000)
+    cfg = preset_config("transformer", preset, vocab_size=8000)
     assert cfg.d_model % cfg.n_heads == 0
     if preset == "small":  # the JoeyNMT peer's shape: 7.6M parameters with an 8000 vocab
         n = sum(p.numel() for p in Transformer(cfg).parameters())

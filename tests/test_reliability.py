@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seq2seq import checkpoint as ckpt
-from seq2seq.model import Transformer
 from seq2seq.train import TrainConfig, train
+from seq2seq.transformer import Transformer
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import write_multi30k
 from tests.test_cli import TRAIN

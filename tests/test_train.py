@@ -5,25 +5,28 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from seq2seq.checkpoint import BEST, LAST, load_run, read_metrics
+from seq2seq.checkpoint import BEST, CURVES, LAST, load_run, read_metrics
 from seq2seq.decode import DecodeOptions, translate
-from seq2seq.model import ModelConfig
+from seq2seq.rnn import RNNConfig
 from seq2seq.train import TrainConfig, lr_schedule, train
+from seq2seq.transformer import TransformerConfig
 
-REVERSE_MODEL = ModelConfig(
+REVERSE_MODEL = TransformerConfig(
     d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=256, dropout=0.0, max_positions=32
 )
 
 
-def write_reversal_task(folder, n_train=3000, n_val=100, seed=0):
-    """src: 3-7 random digits; tgt: the same digits reversed. Written as `{split}.tsv` files."""
+def write_reversal_task(folder, n_train=3000, n_val=100, seed=0, reverse=True):
+    """src: 3-7 random digits; tgt: the same digits reversed (or copied, with reverse=False).
+    Written as `{split}.tsv` files."""
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     for split, n in (("train", n_train), ("val", n_val)):
         lines = []
         for _ in range(n):
             digits = [str(rng.randrange(10)) for _ in range(rng.randint(3, 7))]
-            lines.append(f"{' '.join(digits)}\t{' '.join(reversed(digits))}\n")
+            tgt = reversed(digits) if reverse else digits
+            lines.append(f"{' '.join(digits)}\t{' '.join(tgt)}\n")
         (folder / f"{split}.tsv").write_text("".join(lines))
     return str(folder / "{split}.tsv")
 
@@ -61,9 +64,16 @@ def test_tiny_model_learns_to_reverse_digits(tmp_path):
     assert bleus[-1] > bleus[0]
 
 
-def test_resumed_training_equals_uninterrupted(tmp_path):
+@pytest.mark.parametrize(
+    "model_cfg",  # dropout on: the RNG state must resume too
+    [
+        replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.1),
+        RNNConfig(d_model=32, n_layers=2, dropout=0.1, max_positions=32, cell="lstm"),
+    ],
+    ids=["transformer", "rnn"],
+)
+def test_resumed_training_equals_uninterrupted(tmp_path, model_cfg):
     corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)
-    model_cfg = replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.1)  # dropout: RNG must resume
     config = TrainConfig(
         corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=5, device="cpu", bf16=False
     )
@@ -93,3 +103,16 @@ def test_rerun_of_a_finished_run_trains_no_further(tmp_path):
     train(tmp_path / "run", config, small)
     again = train(tmp_path / "run", config, small)
     assert again["stop"] == "max steps" and again["step"] == 3
+
+
+def test_each_validation_redraws_the_learning_curves(tmp_path):
+    pytest.importorskip("matplotlib")
+    from matplotlib.image import imread
+
+    corpus = write_reversal_task(tmp_path / "data", n_train=100, n_val=5)
+    config = TrainConfig(
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, epochs=2, device="cpu"
+    )
+    train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
+    assert len(read_metrics(tmp_path / "run")) == 2
+    assert imread(tmp_path / "run" / CURVES).ndim == 3

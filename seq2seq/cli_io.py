@@ -1,0 +1,51 @@
+"""Lines in and out of the command line: files or stdin/stdout, UTF-8, one line out per line in."""
+
+import sys
+from pathlib import Path
+
+from seq2seq.errors import Seq2SeqError
+
+LINE_BREAKS = str.maketrans({c: " " for c in "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def one_line(text: str) -> str:
+    """Keep the one-line-out-per-line-in promise even if a translation holds a line separator."""
+    return text.translate(LINE_BREAKS)
+
+
+def read_lines(path: Path | None) -> list[str]:
+    """Lines of a UTF-8 file or of stdin, split on newlines only; invalid UTF-8 names the line."""
+    name = str(path) if path else "standard input"
+    try:
+        data = sys.stdin.buffer.read() if path is None else path.read_bytes()
+    except IsADirectoryError:
+        raise Seq2SeqError(f"{name} is a directory, not a file") from None
+    except OSError as e:
+        raise Seq2SeqError(f"cannot read {name}: {e.strerror}") from None
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the newline that ends the last line does not start another one
+    out = []
+    for number, raw in enumerate(lines, start=1):
+        try:
+            out.append(raw.decode("utf-8").removesuffix("\r"))
+        except UnicodeDecodeError:
+            raise Seq2SeqError(f"{name}: line {number} is not valid UTF-8") from None
+    return out
+
+
+def write_lines(lines: list[str], path: Path | None) -> None:
+    text = "".join(line + "\n" for line in lines)
+    if path is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise Seq2SeqError(f"cannot write {path}: {e.strerror}") from None
+
+
+def numbered(path: Path, number: int) -> Path:
+    """attention.png -> attention-3.png: one picture per input line."""
+    return path.with_name(f"{path.stem}-{number}{path.suffix}")

@@ -1,0 +1,108 @@
+"""Pictures: attention maps side by side, and a run's learning curves. The only module that imports
+matplotlib (an optional extra), and it does so when a picture is asked for."""
+
+import importlib.util
+import io
+from pathlib import Path
+
+from seq2seq.atomic import write_atomic
+from seq2seq.attention import KINDS, AttentionMaps
+from seq2seq.errors import Seq2SeqError
+
+INSTALL_HINT = 'pip install -e ".[plot]"'
+AXES = {  # what a map's rows (queries) and columns (keys) are
+    "encoder": ("source piece", "attends to source piece"),
+    "decoder": ("position producing", "attends to decoder input"),
+    "cross": ("position producing", "attends to source piece"),
+}
+
+
+def available() -> bool:
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def require() -> None:
+    """Fail before any work is done, not after a long translation."""
+    if not available():
+        raise Seq2SeqError(f"pictures need matplotlib; install it with `{INSTALL_HINT}`")
+
+
+def attention_png(maps: AttentionMaps, path: Path, layer: int | None = None, head: int | None = None) -> None:
+    """Every attention kind of `maps` side by side, labelled with the pieces; positions a query
+    cannot see (exactly zero weight, e.g. the decoder's future) are left blank."""
+    np, Figure = _matplotlib()
+    kinds = [k for k in KINDS if k in maps.weights]
+    widths = [len(maps.labels(k)[1]) for k in kinds]
+    height = max(len(maps.labels(k)[0]) for k in kinds)
+    figure = Figure(
+        figsize=(2.5 + 0.32 * (sum(widths) + 3 * len(kinds)), 2.4 + 0.32 * height), layout="constrained"
+    )
+    axes = figure.subplots(1, len(kinds), width_ratios=widths, squeeze=False)[0]
+    for ax, kind in zip(axes, kinds, strict=True):
+        weights = maps.map(kind, layer, head).numpy()
+        rows, cols = maps.labels(kind)
+        image = ax.imshow(np.ma.masked_equal(weights, 0.0), cmap=_colormap(), vmin=0.0, vmax=1.0)
+        ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=8)
+        ax.set_yticks(range(len(rows)), rows, fontsize=8)
+        ax.set_title(maps.describe(kind, layer, head).replace(", ", "\n", 1), fontsize=9)
+        ax.set_xlabel(AXES[kind][1], fontsize=8)
+        ax.set_ylabel(AXES[kind][0], fontsize=8)
+    figure.colorbar(image, ax=list(axes), shrink=0.8, label="attention weight")
+    figure.suptitle(f"{maps.source_text}\n→ {maps.translation}", fontsize=10)
+    _save(figure, path)
+
+
+def learning_curves(rows: list[dict], path: Path) -> None:
+    """Train and validation loss, and validation BLEU, against the step; the best checkpoint (the
+    last validation that improved BLEU) marked."""
+    _, Figure = _matplotlib()
+    steps = [r["step"] for r in rows]
+    figure = Figure(figsize=(9, 3.6), layout="constrained")
+    loss, bleu = figure.subplots(1, 2)
+    trained = [r for r in rows if r.get("train_loss") is not None]
+    loss.plot(
+        [r["step"] for r in trained],
+        [r["train_loss"] for r in trained],
+        "o-",
+        label="train (label-smoothed, mean since last validation)",
+    )
+    loss.plot(steps, [r["val_loss"] for r in rows], "o-", label="validation")
+    loss.set(xlabel="step", ylabel="loss per target piece", title="loss")
+    loss.legend()
+    bleu.plot(steps, [r["val_bleu"] for r in rows], "o-", color="C2")
+    best = [r for r in rows if r.get("best")]
+    if best:
+        b = best[-1]
+        bleu.plot(
+            [b["step"]], [b["val_bleu"]], "*", color="C3", markersize=14, label="best (model.safetensors)"
+        )
+        bleu.legend(loc="lower right")
+    bleu.set(xlabel="step", ylabel="BLEU", title="validation BLEU (greedy)")
+    for ax in (loss, bleu):
+        ax.grid(alpha=0.3)
+    _save(figure, path)
+
+
+def _colormap():
+    import matplotlib
+
+    return matplotlib.colormaps["viridis"].with_extremes(bad="white")  # masked: cannot be seen
+
+
+def _save(figure, path: Path) -> None:
+    """Render in memory, then write atomically: a failed picture leaves no half-written file."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    try:
+        write_atomic(Path(path), buffer.getvalue())
+    except OSError as e:
+        raise Seq2SeqError(f"cannot write {path}: {e.strerror}") from None
+
+
+def _matplotlib():
+    """numpy and matplotlib's Figure (no pyplot: no global state, no display needed)."""
+    require()
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    return np, Figure
