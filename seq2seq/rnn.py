@@ -13,6 +13,7 @@ Shapes: B batch (times beams while decoding), S source length, T target length, 
 L recurrent layers, V vocabulary.
 """
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -112,6 +113,16 @@ class RNN(nn.Module):
         else:
             self.attn = MultiplicativeAttention(D, cfg.score)
             self.output = nn.Linear(2 * D, D, bias=False)  # h~_t = tanh(W_c [c_t; s_t])
+        # As in the Transformer: N(0, 1/D) so the tied output layer starts with small logits
+        # (PyTorch's N(0, 1) makes the first loss about twice the uniform one), and inputs
+        # scaled back up by sqrt(D) (`embed_tokens`) so the recurrence reads unit-variance vectors.
+        nn.init.normal_(self.embed.weight, std=D**-0.5)
+        with torch.no_grad():
+            self.embed.weight[PAD_ID].zero_()
+
+    def embed_tokens(self, tokens: Tensor) -> Tensor:
+        """(...) ids -> (..., D), scaled by sqrt(D) since the matrix is initialised for the output."""
+        return self.drop(self.embed(tokens) * math.sqrt(self.cfg.d_model))
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """(B, S) ids -> memory h_j (B, S, D), src_mask (B, S). Packed, so padding never enters
@@ -119,7 +130,7 @@ class RNN(nn.Module):
         src_mask = src != PAD_ID
         lengths = src_mask.sum(1).cpu()
         packed = nn.utils.rnn.pack_padded_sequence(
-            self.drop(self.embed(src)), lengths, batch_first=True, enforce_sorted=False
+            self.embed_tokens(src), lengths, batch_first=True, enforce_sorted=False
         )
         out, _ = fp32(self.encoder, packed)
         memory, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.size(1))
@@ -171,7 +182,7 @@ class RNN(nn.Module):
             cache.tokens.append(tokens)
             prefix = torch.stack(cache.tokens, dim=1)  # (B, t+1): the whole prefix, every step
             return self.decode_all(prefix, cache.memory, cache.src_mask)[:, -1]
-        y = self.drop(self.embed(tokens))  # (B, D)
+        y = self.embed_tokens(tokens)  # (B, D)
         if self.bahdanau:
             context, alpha = self._align(top(cache.state), cache)  # from s_(t-1)
             s = self._advance(torch.cat([y, context], -1), cache)

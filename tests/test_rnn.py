@@ -2,6 +2,7 @@
 Transformer does, through the same search, training and checkpoint code."""
 
 import json
+import math
 from dataclasses import replace
 
 import pytest
@@ -176,3 +177,15 @@ def test_rnn_presets_match_the_transformers_size(preset):
         size[arch, options.get("attention")] = sum(p.numel() for p in model.parameters())
     transformer = size["transformer", None]
     assert all(0.6 * transformer < n <= 1.05 * transformer for n in size.values()), size
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_an_untrained_rnn_predicts_about_uniformly(variant):
+    """The tied output layer starts with small logits: the first loss is near log(V), which keeps
+    early training stable (a N(0, 1) embedding made it twice that)."""
+    model = tiny_rnn(variant, d_model=64, vocab_size=2000)
+    g = torch.Generator().manual_seed(0)
+    src, tgt = torch.randint(4, 2000, (8, 12), generator=g), torch.randint(4, 2000, (8, 10), generator=g)
+    with torch.no_grad():
+        loss = torch.nn.functional.cross_entropy(model(src, tgt).flatten(0, 1), tgt.flatten())
+    assert abs(loss.item() - math.log(2000)) < 0.2  # a N(0, 1) embedding gives 8.0 to 24
