@@ -2,6 +2,8 @@
 
     python scripts/bench_decode.py --preset small --sentences 1000 --min-len 20 --max-len 20
     python scripts/bench_decode.py --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
+    python scripts/bench_decode.py --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k \
+        --against ctranslate2
 
 With --lengths 10 20 50 100 it adds a table of time per sentence against output length.
 The model is a run's trained model (--run) or a freshly initialised one of a preset's shape
@@ -17,6 +19,7 @@ import statistics
 import time
 
 import torch
+from machine import cpu  # this folder is on the path when a script runs
 
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.batch import EOS_ID, pad
@@ -31,12 +34,20 @@ def main() -> None:
     args = parse_args()
     keep_freed_memory()  # as `seq2seq` does at startup
     torch.set_num_threads(args.threads)
-    model, sources = model_and_sources(args)
+    model, tokenizer, sources = model_and_sources(args)
+    print(f"CPU: {cpu()}, torch {torch.__version__}")
     print(
         f"{len(sources)} sentences, mean source length "
         f"{statistics.mean(map(len, sources)):.1f} pieces (EOS included), batch {args.batch_size}, "
         f"{args.threads} threads, output length {args.min_len}..{args.max_len or 'auto'}"
     )
+    if args.against:
+        if tokenizer is None:
+            raise SystemExit("--against needs --run (the weights to export and the tokenizer)")
+        from against_ctranslate2 import compare
+
+        compare(model, tokenizer, args.run, sources, args, measure)
+        return
     rows = []
     for beam in args.beams:
         for use_cache in (True, False) if not args.cached_only else (True,):
@@ -48,7 +59,7 @@ def main() -> None:
                 use_cache=use_cache,
                 batch_size=args.batch_size,
             )
-            seconds, tokens = measure(model, sources[:n], options, args.repeats)
+            seconds, tokens, _ = measure(model, sources[:n], options, args.repeats)
             rows.append((beam, use_cache, n, n / seconds, tokens / seconds))
     print_table(rows)
     if args.lengths:
@@ -75,7 +86,7 @@ def length_table(model, sources: list[list[int]], args) -> None:
                 options = DecodeOptions(
                     beam=beam, min_len=n, max_len=n, use_cache=use_cache, batch_size=len(sources)
                 )
-                seconds, _ = measure(model, sources, options, 1)
+                seconds, _, _ = measure(model, sources, options, 1)
                 cells.append(f"{1000 * seconds / len(sources):>7.1f}")
             cache = "on" if use_cache else "off"
             print(f"| {search_name(beam):<8} | {cache:<5} | " + " | ".join(cells) + " |")
@@ -93,20 +104,24 @@ def profile(model, sources: list[list[int]], options: DecodeOptions) -> None:
 
 
 def measure(model, sources: list[list[int]], options: DecodeOptions, repeats: int):
-    """Median wall time of decoding every batch, and the output tokens produced (EOS excluded)."""
+    """Median wall time of decoding every batch, the output tokens produced (EOS excluded), and
+    each sentence's best output, in input order."""
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     batches = [
         pad([sources[i] for i in order[s : s + options.batch_size]])
         for s in range(0, len(order), options.batch_size)
     ]
-    times, tokens = [], 0
+    times, best = [], []
     with torch.inference_mode():
         search(model, batches[0][:2], options)  # warm-up: allocator, kernels
         for _ in range(repeats):
             start = time.perf_counter()
-            tokens = sum(len(h[0].tokens) for batch in batches for h in search(model, batch, options))
+            best = [h[0].tokens for batch in batches for h in search(model, batch, options)]
             times.append(time.perf_counter() - start)
-    return statistics.median(times), tokens
+    outputs = [[] for _ in sources]
+    for i, tokens in zip(order, best, strict=True):
+        outputs[i] = tokens
+    return statistics.median(times), sum(map(len, best)), outputs
 
 
 def model_and_sources(args):
@@ -129,7 +144,7 @@ def model_and_sources(args):
             [*torch.randint(4, vocab, (args.src_len - 1,), generator=g).tolist(), EOS_ID]
             for _ in range(args.sentences)
         ]
-    return model, sources
+    return model, tokenizer, sources
 
 
 def print_table(rows) -> None:
@@ -171,6 +186,8 @@ def parse_args():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--cached-only", action="store_true")
     p.add_argument("--profile", action="store_true", help="also print the top operators (cached)")
+    p.add_argument("--against", choices=["ctranslate2"], help="the C++ engine on the same weights")
+    p.add_argument("--forced-len", type=int, default=20, help="output length of --against's forced mode")
     p.add_argument(
         "--lengths",
         type=int,

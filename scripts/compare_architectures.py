@@ -14,10 +14,10 @@ a line naming the CPU. Run nothing else meanwhile: the systems share the budget,
 
 import argparse
 import json
-import platform
 from pathlib import Path
 
-from reproduce_results import seq2seq  # this folder is on the path when a script runs
+from machine import cpu  # this folder is on the path when a script runs
+from reproduce_results import seq2seq
 
 from seq2seq.checkpoint import load_run, read_metrics
 
@@ -26,15 +26,6 @@ SYSTEMS = {  # name -> train options beyond the shared recipe
     "rnn-bahdanau": ["--arch", "rnn", "--attention", "bahdanau"],
     "rnn-luong": ["--arch", "rnn", "--attention", "luong"],
 }
-
-
-def cpu() -> str:
-    """The CPU model and the flags that decide its speed here (bf16 math, vector width)."""
-    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if "model name" in line), "")
-    flags = set(next((line.split(":", 1)[1].split() for line in text.splitlines() if "flags" in line), []))
-    present = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
-    return f"{model or platform.processor()} ({', '.join(present) or 'no AVX2'})"
 
 
 def main() -> None:

@@ -108,6 +108,10 @@ def _shade(weight: float) -> str:
     return f"{'black' if weight > 0.55 else 'white'} on rgb({r},{g},{b})"
 
 
+def exported(path: Path, quantization: str | None) -> None:
+    out.print(f"wrote the CTranslate2 model {path} ({quantization or 'float32'} weights)", markup=False)
+
+
 def training_done(run: Path, final: dict) -> None:
     if "val_bleu" in final:
         out.print(

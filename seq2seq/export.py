@@ -1,0 +1,111 @@
+"""A run as a CTranslate2 model directory, filled through the engine's own spec API: the same
+weights, so the C++ engine and our decoder can be compared (and the engine deployed) on one model.
+
+Our layout maps onto `TransformerSpec` one to one: fused QKV for self-attention, Q plus fused KV
+for cross-attention, pre- or post-norm, embeddings scaled by sqrt(D), tied output projection. The
+engine's built-in sinusoidal table is laid out differently from ours (sines then cosines, not
+interleaved), so ours is given explicitly.
+"""
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from seq2seq.checkpoint import load_run
+from seq2seq.errors import Seq2SeqError
+
+INSTALL_HINT = 'pip install -e ".[ct2]"'
+QUANTIZATIONS = ("int8", "int8_float32", "int16", "bfloat16", "float16", "float32")
+
+
+def export_ctranslate2(run_dir: Path, output_dir: Path, quantization: str | None = None, force: bool = False):
+    """Write the run's best weights and vocabulary to `output_dir`, all or nothing."""
+    if importlib.util.find_spec("ctranslate2") is None:
+        raise Seq2SeqError(f"export needs CTranslate2; install it with `{INSTALL_HINT}`")
+    if quantization is not None and quantization not in QUANTIZATIONS:
+        raise Seq2SeqError(f"unknown quantization {quantization!r}; use one of {', '.join(QUANTIZATIONS)}")
+    output_dir = Path(output_dir)
+    if output_dir.exists() and not force:
+        raise Seq2SeqError(f"{output_dir} already exists; pass --force to replace it")
+    model, tokenizer = load_run(run_dir)
+    if model.cfg.arch != "transformer":
+        raise Seq2SeqError(
+            f"{run_dir} is an {model.cfg.arch} run; CTranslate2 export supports Transformers only"
+        )
+    spec = transformer_spec(model, [tokenizer.sp.IdToPiece(i) for i in range(tokenizer.vocab_size)])
+    spec.validate()
+    spec.optimize(quantization=quantization)
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=output_dir.parent, prefix=f".{output_dir.name}.", suffix=".tmp"))
+    try:
+        spec.save(str(tmp))
+        if output_dir.exists():
+            shutil.rmtree(output_dir)
+        os.replace(tmp, output_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return output_dir
+
+
+def transformer_spec(model, vocabulary: list[str]):
+    """A `ctranslate2.specs.TransformerSpec` holding `model`'s weights (fp32 numpy arrays)."""
+    from ctranslate2.specs import transformer_spec as ct2
+
+    cfg = model.cfg
+    spec = ct2.TransformerSpec.from_config(
+        (cfg.n_encoder_layers, cfg.n_decoder_layers), cfg.n_heads, pre_norm=cfg.norm_first
+    )
+    embeddings, positions = _array(model.embed.weight), _array(model.positions)
+    spec.encoder.embeddings[0].weight = embeddings
+    spec.encoder.position_encodings.encodings = positions
+    for layer_spec, layer in zip(spec.encoder.layer, model.encoder, strict=True):
+        _attention(layer_spec.self_attention, layer.res_attn.norm, [layer.self_attn.qkv, layer.self_attn.out])
+        _feed_forward(layer_spec.ffn, layer.res_ff.norm, layer.ff)
+    spec.decoder.embeddings.weight = embeddings
+    spec.decoder.position_encodings.encodings = positions
+    for layer_spec, layer in zip(spec.decoder.layer, model.decoder, strict=True):
+        _attention(layer_spec.self_attention, layer.res_self.norm, [layer.self_attn.qkv, layer.self_attn.out])
+        cross = layer.cross_attn
+        _attention(layer_spec.attention, layer.res_cross.norm, [cross.q, cross.kv, cross.out])
+        _feed_forward(layer_spec.ffn, layer.res_ff.norm, layer.ff)
+    if cfg.norm_first:  # pre-LN ends each stack with a LayerNorm; post-LN has none
+        _norm(spec.encoder.layer_norm, model.encoder_norm)
+        _norm(spec.decoder.layer_norm, model.decoder_norm)
+    if model.generator is None:
+        spec.decoder.projection.weight = embeddings
+    else:
+        _linear(spec.decoder.projection, model.generator)
+    spec.register_source_vocabulary(vocabulary)
+    spec.register_target_vocabulary(vocabulary)
+    spec.config.add_source_eos = True  # our encoder reads the pieces and </s>
+    spec.config.layer_norm_epsilon = model.encoder[0].res_attn.norm.eps
+    return spec
+
+
+def _attention(spec, norm, linears) -> None:
+    _norm(spec.layer_norm, norm)
+    for linear_spec, linear in zip(spec.linear, linears, strict=True):
+        _linear(linear_spec, linear)
+
+
+def _feed_forward(spec, norm, ff) -> None:
+    _norm(spec.layer_norm, norm)
+    _linear(spec.linear_0, ff[0])
+    _linear(spec.linear_1, ff[3])
+
+
+def _norm(spec, norm) -> None:
+    spec.gamma, spec.beta = _array(norm.weight), _array(norm.bias)
+
+
+def _linear(spec, linear) -> None:
+    spec.weight = _array(linear.weight)
+    if linear.bias is not None:
+        spec.bias = _array(linear.bias)
+
+
+def _array(tensor):
+    return tensor.detach().float().cpu().numpy()

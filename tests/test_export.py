@@ -1,0 +1,110 @@
+"""Export to CTranslate2: the engine, given our weights, decodes what we decode and scores what we
+score. Skips without the `ct2` extra (CI installs it)."""
+
+import json
+
+import pytest
+import torch
+
+from seq2seq import checkpoint as ckpt
+from seq2seq.batch import BOS_ID, EOS_ID, pad
+from seq2seq.decode import DecodeOptions, source_ids, translate
+from seq2seq.export import export_ctranslate2
+from seq2seq.tokenizer import train_tokenizer
+from seq2seq.train import TrainConfig
+from tests.cli_helpers import run_cli
+from tests.conftest import EN, FR, tiny_model
+
+ctranslate2 = pytest.importorskip("ctranslate2")
+
+SENTENCES = ["a dog runs", "two men sit on the red car 12", "the sun sets", "une fille joue 3"]
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["pre-LN", "post-LN"])
+def run_dir(request, tmp_path_factory):
+    run = tmp_path_factory.mktemp("export-run")
+    texts = [f"{e} {i}" for i, e in enumerate(EN * 20)] + [f"{f} {i}" for i, f in enumerate(FR * 20)]
+    tokenizer = train_tokenizer(texts, run / ckpt.TOKENIZER, vocab_size=120)
+    model = tiny_model(vocab_size=tokenizer.vocab_size, seed=7, norm_first=request.param)
+    ckpt.save_config(run, ckpt.config_sections(model.cfg, TrainConfig(), tokenizer))
+    ckpt.save_weights(model, run / ckpt.BEST)
+    return run
+
+
+@pytest.fixture(scope="module")
+def exported(run_dir, tmp_path_factory):
+    return export_ctranslate2(run_dir, tmp_path_factory.mktemp("ct2") / "model")
+
+
+def test_the_engine_decodes_what_we_decode(run_dir, exported):
+    model, tokenizer = ckpt.load_run(run_dir)
+    ours = translate(model, tokenizer, SENTENCES, DecodeOptions(beam=1, max_len=12)).tokens
+    engine = ctranslate2.Translator(str(exported), device="cpu")
+    results = engine.translate_batch(
+        [tokenizer.pieces(s) for s in SENTENCES], beam_size=1, max_decoding_length=12
+    )
+    theirs = [[tokenizer.sp.PieceToId(p) for p in r.hypotheses[0]] for r in results]
+    assert theirs == ours
+    assert any(len(t) > 3 for t in ours)  # real outputs, not all empty
+
+
+def test_the_engine_scores_what_we_score(run_dir, exported):
+    """Per-piece log-probabilities of forced targets agree to fp32 precision."""
+    model, tokenizer = ckpt.load_run(run_dir)
+    targets = tokenizer.encode(["un chien court", "le soleil se couche 4"])
+    sources = SENTENCES[:2]
+    engine = ctranslate2.Translator(str(exported), device="cpu")
+    results = engine.score_batch(
+        [tokenizer.pieces(s) for s in sources], [tokenizer.id_pieces(t) for t in targets]
+    )
+    src = pad(source_ids(model, tokenizer, sources)[0])
+    with torch.no_grad():
+        logprobs = model(src, pad([[BOS_ID, *t] for t in targets])).log_softmax(-1)
+    for i, (t, result) in enumerate(zip(targets, results, strict=True)):
+        ours = logprobs[i, torch.arange(len(t) + 1), torch.tensor([*t, EOS_ID])]
+        torch.testing.assert_close(torch.tensor(result.log_probs), ours, atol=1e-4, rtol=1e-4)
+
+
+def test_export_from_the_command_line(run_dir, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "ct2"
+    result = run_cli(["export", "--run", run_dir, "--to", "ctranslate2", out], capsys, monkeypatch)
+    assert result.code == 0, result.err
+    assert json.loads((out / "config.json").read_text())["add_source_eos"] is True
+    again = run_cli(["export", "--run", run_dir, out], capsys, monkeypatch)
+    assert again.code == 2 and "already exists; pass --force" in again.err
+    forced = run_cli(
+        ["export", "--run", run_dir, "--force", "--quantization", "int8", out], capsys, monkeypatch
+    )
+    assert forced.code == 0, forced.err
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--run", "{missing}"], "does not exist"),
+        (["--to", "onnx"], "'onnx' is not one of ctranslate2"),
+        (["--quantization", "int3"], "unknown quantization 'int3'"),
+    ],
+)
+def test_bad_exports_write_nothing(run_dir, tmp_path, capsys, monkeypatch, args, message):
+    args = [a.format(missing=tmp_path / "nothing") for a in args]
+    out = tmp_path / "ct2"
+    result = run_cli(["export", "--run", run_dir, *args, out], capsys, monkeypatch)
+    assert result.code == 2 and message in result.err, result.err
+    assert len(result.err.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []
+
+
+def test_an_rnn_run_is_not_supported(tmp_path, capsys, monkeypatch):
+    from seq2seq.rnn import RNN, RNNConfig
+
+    run = tmp_path / "rnn"
+    tokenizer = train_tokenizer(
+        [f"{e} {i}" for i, e in enumerate(EN * 20)], run / ckpt.TOKENIZER, vocab_size=60
+    )
+    model = RNN(RNNConfig(vocab_size=tokenizer.vocab_size, d_model=16, n_layers=1))
+    ckpt.save_config(run, ckpt.config_sections(model.cfg, TrainConfig(), tokenizer))
+    ckpt.save_weights(model, run / ckpt.BEST)
+    result = run_cli(["export", "--run", run, tmp_path / "out"], capsys, monkeypatch)
+    assert result.code == 2 and "supports Transformers only" in result.err
+    assert not (tmp_path / "out").exists()
