@@ -260,6 +260,39 @@ def evaluate(
 
 
 @app.command()
+def score(
+    source: Path = typer.Option(..., "--source", help="Source sentences, one a line."),
+    target: Path = typer.Option(..., "--target", help="Their translations, one a line."),
+    run: Path = typer.Option(Path("runs/multi30k-en-fr"), "--run", help="Run directory."),
+    length_penalty: float = LENGTH_PENALTY,
+    batch_size: int = BATCH_SIZE,
+    as_json: bool = typer.Option(False, "--json", help="One JSON object a line."),
+    device: str = DEVICE,
+):
+    """The model's log-probability of given translations: a line `score total mean pieces` per pair
+    (score = total / length penalty, the number `translate --nbest` prints for the same output)."""
+    from seq2seq.checkpoint import load_run
+    from seq2seq.forced import score_pairs
+    from seq2seq.train import resolve_device
+
+    if batch_size < 1:
+        raise typer.BadParameter("must be at least 1", param_hint="--batch-size")
+    sources, targets = read_lines(source), read_lines(target)
+    if len(sources) != len(targets):
+        raise Seq2SeqError(f"{source} has {len(sources)} lines but {target} has {len(targets)}")
+    model, tokenizer = load_run(run, resolve_device(device))
+    scores = score_pairs(model, tokenizer, sources, targets, length_penalty, batch_size)
+    if as_json:
+        out = [
+            json.dumps({"score": s.score, "total": s.total, "mean": s.mean, "pieces": s.pieces})
+            for s in scores
+        ]
+    else:
+        out = [f"{s.score:.4f}\t{s.total:.4f}\t{s.mean:.4f}\t{s.pieces}" for s in scores]
+    write_lines(out, None)
+
+
+@app.command()
 def export(
     output: Path = typer.Argument(..., help="The model directory to write."),
     run: Path = typer.Option(Path("runs/multi30k-en-fr"), "--run", help="Run directory."),
