@@ -123,7 +123,7 @@ def attention_of(
 
 
 def maps_of_translations(
-    model, tokenizer, lines: list[str], result: Translations
+    model, tokenizer, lines: list[str], result: Translations, batch_size: int = 64
 ) -> dict[int, AttentionMaps]:
     """Line number (from 1) -> the maps of the translation `translate` chose for it, for every
     non-blank line."""
@@ -134,6 +134,7 @@ def maps_of_translations(
         [lines[i] for i in todo],
         [result.best[i] for i in todo],
         [result.tokens[i] for i in todo],
+        batch_size,
     )
     return {i + 1: m for i, m in zip(todo, maps, strict=True)}
 

@@ -131,19 +131,13 @@ def architecture_config(arch: str, preset: str, attention, score, cell, dropout:
     presets = ARCHITECTURES[arch][2]
     if preset not in presets:
         raise typer.BadParameter(f"{preset!r} is not one of {', '.join(presets)}", param_hint="--preset")
-    rnn_options = {"attention": attention, "score": score, "cell": cell}
-    if arch == "transformer":
-        given = [f"--{name}" for name, value in rnn_options.items() if value is not None]
-        if given:
-            raise typer.BadParameter(f"{', '.join(given)} is for --arch rnn", param_hint="--arch")
-        rnn_options = {}
-    else:
-        attention = rnn_options["attention"] = attention or "bahdanau"
-        rnn_options["cell"] = cell or "gru"
-        if attention == "luong" and score is None:
-            rnn_options["score"] = "general"
+    given = {k: v for k, v in {"attention": attention, "score": score, "cell": cell}.items() if v is not None}
+    if arch == "transformer" and given:
+        raise typer.BadParameter(
+            f"{', '.join(f'--{k}' for k in given)} is for --arch rnn", param_hint="--arch"
+        )
     try:
-        return preset_config(arch, preset, dropout=dropout, **rnn_options)
+        return preset_config(arch, preset, dropout=dropout, **given)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
 

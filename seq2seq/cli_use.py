@@ -72,7 +72,7 @@ def translate(
     if views:
         from seq2seq.attention import check_choice, maps_of_translations
 
-        maps = maps_of_translations(model, tokenizer, lines, result)
+        maps = maps_of_translations(model, tokenizer, lines, result, batch_size)
         if maps:  # a bad --layer/--head is refused before anything is written
             check_choice(next(iter(maps.values())), layer, head)
     if nbest > 1:

@@ -34,20 +34,33 @@ def export_ctranslate2(run_dir: Path, output_dir: Path, quantization: str | None
         raise Seq2SeqError(
             f"{run_dir} is an {model.cfg.arch} run; CTranslate2 export supports Transformers only"
         )
-    spec = transformer_spec(model, [tokenizer.sp.IdToPiece(i) for i in range(tokenizer.vocab_size)])
+    spec = transformer_spec(model, tokenizer.id_pieces(range(tokenizer.vocab_size)))
     spec.validate()
     spec.optimize(quantization=quantization)
+    try:
+        _save_whole(spec, output_dir)
+    except OSError as e:
+        raise Seq2SeqError(f"cannot write {output_dir}: {e.strerror or e}") from None
+    return output_dir
+
+
+def _save_whole(spec, output_dir: Path) -> None:
+    """Save into a temporary directory beside `output_dir`, then rename it into place."""
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=output_dir.parent, prefix=f".{output_dir.name}.", suffix=".tmp"))
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; give it a normal folder's mode
         spec.save(str(tmp))
-        if output_dir.exists():
+        if output_dir.is_dir() and not output_dir.is_symlink():
             shutil.rmtree(output_dir)
+        elif output_dir.exists() or output_dir.is_symlink():
+            output_dir.unlink()
         os.replace(tmp, output_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return output_dir
 
 
 def transformer_spec(model, vocabulary: list[str]):

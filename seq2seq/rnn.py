@@ -20,10 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from seq2seq.batch import PAD_ID
 from seq2seq.cache import PrefixCache, RNNCache, State, map_state
 from seq2seq.protocol import AttentionRecord
-
-PAD_ID = 0
 
 
 @dataclass
@@ -33,12 +32,14 @@ class RNNConfig:
     n_layers: int = 2  # recurrent layers of the encoder, and of the decoder
     cell: str = "gru"  # gru | lstm
     attention: str = "bahdanau"  # bahdanau (additive) | luong (multiplicative)
-    score: str | None = None  # luong only: dot | general
+    score: str | None = None  # luong only: dot | general (the default for luong)
     dropout: float = 0.1
     max_positions: int = 256  # longest source or target, in pieces, EOS/BOS included
     arch: str = field(default="rnn", init=False)  # names the class in config.json
 
     def __post_init__(self):
+        if self.attention == "luong" and self.score is None:
+            self.score = "general"  # the best-scoring of the paper's global attentions
         if self.cell not in ("gru", "lstm"):
             raise ValueError(f"unknown cell {self.cell!r}; use gru or lstm")
         if self.attention == "bahdanau" and self.score is not None:
@@ -151,10 +152,15 @@ class RNN(nn.Module):
     def decode_all(
         self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, record: AttentionRecord | None = None
     ) -> Tensor:
-        """Every target position, one step after another (the recurrence is sequential):
-        (B, T) -> (B, T, V). The same step function as decoding."""
+        """Every target position, one step after another (the recurrence is sequential), then one
+        output projection for all of them: (B, T) -> (B, T, V). The same step as decoding."""
         cache = self.init_cache(memory, src_mask, tgt_in.size(1))
-        return torch.stack([self.decode_step(tgt_in[:, t], cache, record) for t in range(tgt_in.size(1))], 1)
+        outs = [self._step(tgt_in[:, t], cache, record) for t in range(tgt_in.size(1))]
+        return self.logits(torch.stack(outs, 1))  # (B, T, D) -> (B, T, V)
+
+    def logits(self, out: Tensor) -> Tensor:
+        """(..., D) -> (..., V) through the embedding matrix (tied)."""
+        return F.linear(self.drop(out), self.embed.weight)
 
     def init_cache(
         self, memory: Tensor, src_mask: Tensor, max_len: int, use_cache: bool = True
@@ -182,6 +188,10 @@ class RNN(nn.Module):
             cache.tokens.append(tokens)
             prefix = torch.stack(cache.tokens, dim=1)  # (B, t+1): the whole prefix, every step
             return self.decode_all(prefix, cache.memory, cache.src_mask)[:, -1]
+        return self.logits(self._step(tokens, cache, record))
+
+    def _step(self, tokens: Tensor, cache: RNNCache, record: AttentionRecord | None) -> Tensor:
+        """One position: (B,) previous tokens -> (B, D) output state; the cache advances."""
         y = self.embed_tokens(tokens)  # (B, D)
         if self.bahdanau:
             context, alpha = self._align(top(cache.state), cache)  # from s_(t-1)
@@ -193,7 +203,7 @@ class RNN(nn.Module):
             out = cache.feed = torch.tanh(self.output(torch.cat([context, s], -1)))
         if record is not None:
             record.cross.append(alpha[:, None, None, :])
-        return F.linear(self.drop(out), self.embed.weight)  # tied with the embeddings
+        return out
 
     def _align(self, s: Tensor, cache: RNNCache) -> tuple[Tensor, Tensor]:
         return align(self.attn.scores(s, cache.keys), cache.memory, cache.src_mask)

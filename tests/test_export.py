@@ -70,6 +70,7 @@ def test_export_from_the_command_line(run_dir, tmp_path, capsys, monkeypatch):
     result = run_cli(["export", "--run", run_dir, "--to", "ctranslate2", out], capsys, monkeypatch)
     assert result.code == 0, result.err
     assert json.loads((out / "config.json").read_text())["add_source_eos"] is True
+    assert out.stat().st_mode & 0o055 == 0o055 & ~_umask()  # readable by others, as mkdir makes it
     again = run_cli(["export", "--run", run_dir, out], capsys, monkeypatch)
     assert again.code == 2 and "already exists; pass --force" in again.err
     forced = run_cli(
@@ -77,6 +78,17 @@ def test_export_from_the_command_line(run_dir, tmp_path, capsys, monkeypatch):
     )
     assert forced.code == 0, forced.err
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
+    (tmp_path / "file").write_text("not a model")
+    onto_file = run_cli(["export", "--run", run_dir, "--force", tmp_path / "file"], capsys, monkeypatch)
+    assert onto_file.code == 0 and (tmp_path / "file" / "model.bin").is_file(), onto_file.err
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 @pytest.mark.parametrize(
