@@ -34,11 +34,25 @@ def read_lines(path: Path | None) -> list[str]:
     return out
 
 
+def arguments(texts: list[str]) -> list[str]:
+    """Command-line sentences, refused when their bytes are not UTF-8 (Python hands such bytes
+    over as lone surrogates, which no tokenizer can take)."""
+    out = []
+    for number, text in enumerate(texts, start=1):
+        try:
+            out.append(text.encode("utf-8", "surrogateescape").decode("utf-8"))
+        except UnicodeError:
+            raise Seq2SeqError(f"argument {number} is not valid UTF-8") from None
+    return out
+
+
 def write_lines(lines: list[str], path: Path | None) -> None:
+    """UTF-8 always, whatever encoding the terminal or PYTHONIOENCODING gives stdout."""
     text = "".join(line + "\n" for line in lines)
     if path is None:
-        sys.stdout.write(text)
         sys.stdout.flush()
+        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.buffer.flush()
         return
     try:
         path.write_text(text, encoding="utf-8")

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from seq2seq import cli_display as display
-from seq2seq.cli_io import numbered, one_line, read_lines, write_lines
+from seq2seq.cli_io import arguments, numbered, one_line, read_lines, write_lines
 from seq2seq.cli_options import BATCH_SIZE, BEAM, DATA_DIR, DEVICE, GREEDY, LENGTH_PENALTY
 from seq2seq.errors import Seq2SeqError
 
@@ -60,7 +60,7 @@ def translate(
         batch_size=batch_size,
     )
     options.check()
-    lines = text if text else read_lines(input)
+    lines = arguments(text) if text else read_lines(input)
     model, tokenizer = load_run(run, resolve_device(device))
     result = translate_lines(model, tokenizer, lines, options)
     if result.truncated:

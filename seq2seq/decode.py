@@ -39,6 +39,7 @@ class DecodeOptions:
             raise Seq2SeqError(f"min-len {self.min_len} is above max-len {self.max_len}")
         if self.batch_size < 1:
             raise Seq2SeqError(f"batch size must be at least 1, got {self.batch_size}")
+        check_length_penalty(self.length_penalty)
 
 
 @dataclass
@@ -231,6 +232,15 @@ def constrain(logprobs: Tensor, t: int, min_len: int, max_lens: Tensor) -> None:
     if at_max.any():
         logprobs[at_max] = float("-inf")
         logprobs[at_max, EOS_ID] = eos[at_max]
+
+
+def check_length_penalty(alpha: float) -> None:
+    """GNMT's alpha is used between 0 and about 2; far above, ((5 + length) / 6) ** alpha overflows."""
+    if not 0.0 <= alpha <= MAX_LENGTH_PENALTY:
+        raise Seq2SeqError(f"length penalty must be between 0 and {MAX_LENGTH_PENALTY:g}, got {alpha:g}")
+
+
+MAX_LENGTH_PENALTY = 10.0
 
 
 def penalty(length: int, alpha: float) -> float:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from seq2seq.batch import BOS_ID, EOS_ID, PAD_ID, pad
-from seq2seq.decode import penalty, source_ids
+from seq2seq.decode import check_length_penalty, penalty, source_ids
 from seq2seq.errors import Seq2SeqError
 
 
@@ -51,6 +51,7 @@ def score_ids(
     batch_size: int = 64,
 ) -> list[ForcedScore]:
     """`score_pairs` on ids: sources end with EOS, targets have neither BOS nor EOS."""
+    check_length_penalty(length_penalty)
     limit = model.cfg.max_positions - 1
     for number, ids in enumerate(tgt_ids, start=1):
         if len(ids) > limit:

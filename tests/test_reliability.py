@@ -97,11 +97,32 @@ def test_bad_input_file(run, cli, tmp_path, make, message):
         (["--min-len", "9", "--max-len", "4"], "min-len 9 is above max-len 4"),
         (["--beam", "2", "--nbest", "3"], "nbest must be between 1 and the beam size 2"),
         (["--batch-size", "0"], "batch size must be at least 1"),
+        (["--length-penalty", "300"], "length penalty must be between 0 and 10, got 300"),
+        (["--length-penalty", "-1"], "length penalty must be between 0 and 10, got -1"),
+        (["caf\udce9"], "argument 1 is not valid UTF-8"),  # the byte 0xe9, as Python passes it on
     ],
 )
 def test_bad_translate_options(run, cli, args, message):
     result = cli("translate", "--run", run, *args, "hello")
     assert result.code == 2 and message in result.err and result.err.count("\n") == 1
+
+
+def test_score_refuses_an_overflowing_length_penalty(run, cli, tmp_path):
+    (tmp_path / "f").write_text("a dog\n")
+    result = cli("score", "--run", run, "--source", tmp_path / "f", "--target", tmp_path / "f",
+                 "--length-penalty", "300")  # fmt: skip
+    assert result.code == 2 and "length penalty must be between 0 and 10" in result.err
+
+
+def test_output_is_utf8_whatever_the_stdout_encoding(monkeypatch):
+    import io
+
+    from seq2seq.cli_io import write_lines
+
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="ascii"))
+    write_lines(["café ☕", "naïve"], None)
+    assert raw.getvalue() == "café ☕\nnaïve\n".encode()
 
 
 def test_bad_train_options_and_corpora(cli, tmp_path):
