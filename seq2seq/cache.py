@@ -56,6 +56,11 @@ class PrefixCache:
         self.memory, self.src_mask = memory, src_mask  # (B, S, D), (B, 1, 1, S)
         self.tokens: list[Tensor] = []  # one (B,) tensor per step
 
+    def extend(self, tokens: Tensor) -> Tensor:
+        """Append this step's (B,) tokens; return the whole prefix (B, t+1) to run again."""
+        self.tokens.append(tokens)
+        return torch.stack(self.tokens, dim=1)
+
     def reorder(self, beam_idx: Tensor) -> None:
         self.tokens = [t.index_select(0, beam_idx) for t in self.tokens]
 

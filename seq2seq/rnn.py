@@ -184,10 +184,8 @@ class RNN(nn.Module):
     ) -> Tensor:
         """The next position for each row: (B,) last tokens -> (B, V) logits; the cache advances.
         `record` receives this step's alignment weights (B, 1, 1, S)."""
-        if isinstance(cache, PrefixCache):
-            cache.tokens.append(tokens)
-            prefix = torch.stack(cache.tokens, dim=1)  # (B, t+1): the whole prefix, every step
-            return self.decode_all(prefix, cache.memory, cache.src_mask)[:, -1]
+        if isinstance(cache, PrefixCache):  # uncached: the whole prefix again, every step
+            return self.decode_all(cache.extend(tokens), cache.memory, cache.src_mask)[:, -1]
         return self.logits(self._step(tokens, cache, record))
 
     def _step(self, tokens: Tensor, cache: RNNCache, record: AttentionRecord | None) -> Tensor:

@@ -261,10 +261,8 @@ class Transformer(nn.Module):
     ) -> Tensor:
         """The next position for each row: (B,) last tokens -> (B, V) logits; the cache advances.
         `record` (cached path) receives this step's weights, one query row each."""
-        if isinstance(cache, PrefixCache):
-            cache.tokens.append(tokens)
-            prefix = torch.stack(cache.tokens, dim=1)  # (B, t+1): the whole prefix, every step
-            return self.decode_all(prefix, cache.memory, cache.src_mask)[:, -1]
+        if isinstance(cache, PrefixCache):  # uncached: the whole prefix again, every step
+            return self.decode_all(cache.extend(tokens), cache.memory, cache.src_mask)[:, -1]
         x = self.embed_tokens(tokens[:, None], offset=cache.length)  # (B, 1, D)
         for i, layer in enumerate(self.decoder):
             attn = layer.self_attn

@@ -8,15 +8,14 @@ from dataclasses import replace
 import pytest
 import torch
 
-from seq2seq.checkpoint import load_run
-from seq2seq.decode import DecodeOptions, beam_search, greedy, pad, translate
+from seq2seq.decode import beam_search, greedy, pad
 from seq2seq.protocol import AttentionRecord
 from seq2seq.rnn import RNN, RNNConfig
 from seq2seq.train import TrainConfig, train
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import write_multi30k
 from tests.test_cli import TRAIN
-from tests.test_train import write_reversal_task
+from tests.test_train import val_exact_match, write_reversal_task
 
 VARIANTS = {
     "bahdanau-gru": dict(attention="bahdanau", cell="gru"),
@@ -122,11 +121,7 @@ def test_a_tiny_rnn_learns_to_copy(tmp_path, variant):
         device="cpu", bf16=False, seed=0,
     )  # fmt: skip
     train(tmp_path / "run", config, model_cfg)
-    model, tokenizer = load_run(tmp_path / "run")
-    val = (tmp_path / "data" / "val.tsv").read_text().splitlines()
-    src_lines, targets = zip(*(line.split("\t") for line in val), strict=True)
-    outputs = translate(model, tokenizer, list(src_lines), DecodeOptions(beam=1)).best
-    exact = sum(o == t for o, t in zip(outputs, targets, strict=True)) / len(targets)
+    exact = val_exact_match(tmp_path / "run", tmp_path / "data")
     assert exact >= 0.9, f"exact match {exact:.0%}"
 
 

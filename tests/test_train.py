@@ -31,6 +31,15 @@ def write_reversal_task(folder, n_train=3000, n_val=100, seed=0, reverse=True):
     return str(folder / "{split}.tsv")
 
 
+def val_exact_match(run_dir, data_dir) -> float:
+    """Share of the task's validation sources that the run's best model translates exactly."""
+    model, tokenizer = load_run(run_dir)
+    val = (data_dir / "val.tsv").read_text().splitlines()
+    sources, targets = zip(*(line.split("\t") for line in val), strict=True)
+    outputs = translate(model, tokenizer, list(sources), DecodeOptions(beam=1)).best
+    return sum(o == t for o, t in zip(outputs, targets, strict=True)) / len(targets)
+
+
 def test_lr_schedule_warms_up_then_decays():
     assert lr_schedule(1, 1e-3, 100) == pytest.approx(1e-5)
     assert lr_schedule(100, 1e-3, 100) == pytest.approx(1e-3)
@@ -54,11 +63,7 @@ def test_tiny_model_learns_to_reverse_digits(tmp_path):
         bf16=False,  # fp32: the test is about learning, and tiny shapes gain nothing from bf16
     )
     final = train(tmp_path / "run", config, REVERSE_MODEL)
-    model, tokenizer = load_run(tmp_path / "run")
-    val = (tmp_path / "data" / "val.tsv").read_text().splitlines()
-    sources, targets = zip(*(line.split("\t") for line in val), strict=True)
-    outputs = translate(model, tokenizer, list(sources), DecodeOptions(beam=1)).best
-    exact = sum(o == t for o, t in zip(outputs, targets, strict=True)) / len(targets)
+    exact = val_exact_match(tmp_path / "run", tmp_path / "data")
     assert exact >= 0.95, f"exact match {exact:.2%}, final {final}"
     bleus = [row["val_bleu"] for row in read_metrics(tmp_path / "run")]
     assert bleus[-1] > bleus[0]
