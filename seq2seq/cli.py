@@ -1,5 +1,6 @@
 """The command line: options -> config -> one library call. Only this layer prints or exits."""
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -8,8 +9,10 @@ import typer
 
 from seq2seq import cli_display as display
 from seq2seq.allocator import keep_freed_memory
+from seq2seq.cli_io import ReaderLeft
 from seq2seq.cli_options import CORPUS, DATA_DIR, DEVICE, RUN
-from seq2seq.cli_use import evaluate, export, score, translate
+from seq2seq.cli_translate import translate
+from seq2seq.cli_use import evaluate, export, score
 from seq2seq.errors import Seq2SeqError
 
 app = typer.Typer(
@@ -177,7 +180,8 @@ def main() -> None:
     except typer.Abort:  # Ctrl-C outside training
         display.error("interrupted")
         code = 130
-    except BrokenPipeError:  # `seq2seq translate ... | head`: the reader left, nothing to report
-        sys.stderr.close()
+    except ReaderLeft:  # `seq2seq translate ... | head`: the reader left, nothing to report
+        # what is still buffered would fail again at exit (status 120): send it nowhere instead
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
     sys.exit(code if isinstance(code, int) else 0)

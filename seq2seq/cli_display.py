@@ -1,5 +1,8 @@
 """What the CLI shows: rich progress bars and tables on a terminal, plain lines elsewhere."""
 
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
@@ -29,6 +32,25 @@ def warn(message: str) -> None:
     err.print(f"warning: {message}", markup=False)
 
 
+def prompt(text: str) -> None:
+    """Plain writes: a Ctrl-C in the middle of a rich print would leave rich's buffer open."""
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+@contextmanager
+def line_progress(enabled: bool, total: int | None) -> Iterator[Callable[[int], None]]:
+    """A bar over the input lines on a terminal's stderr (total None: a count only); yields the
+    function that moves it on by n lines."""
+    if not (enabled and err.is_terminal):
+        yield lambda n: None
+        return
+    columns = [TextColumn("translating"), BarColumn(), MofNCompleteColumn(), TextColumn("lines")]
+    with Progress(*columns, TimeElapsedColumn(), TimeRemainingColumn(), console=err) as progress:
+        task = progress.add_task("translate", total=total)
+        yield lambda n: progress.advance(task, n)
+
+
 def pieces(text: str, pieces: list[str], ids: list[int]) -> None:
     out.print(f"text:   {text}", markup=False)
     out.print(f"pieces: {' '.join(pieces)}", markup=False)
@@ -53,6 +75,32 @@ def scores(report: dict) -> None:
     table.add_row("BLEU", f"{report['bleu']:.2f}", report["bleu_signature"])
     table.add_row("chrF", f"{report['chrf']:.2f}", report["chrf_signature"])
     out.print(table)
+    if "paired_test" in report:
+        paired_test(report["paired_test"], report["run"])
+
+
+def paired_test(test: dict, run: str) -> None:
+    """Both systems' scores, each with its resampled mean and 95% CI, and the p-values."""
+    name = {"bs": "paired bootstrap resampling", "ar": "approximate randomization"}[test["test"]]
+    table = Table(title=f"{name}, {test['resamples']} samples")
+    table.add_column("system")
+    table.add_column("BLEU (mean ± 95% CI)", justify="right")
+    table.add_column("chrF (mean ± 95% CI)", justify="right")
+    for who, label in (("baseline", "baseline"), ("system", "this run")):
+        cells = [f"{e['score']:.2f} ({e['mean']:.2f} ± {e['ci']:.2f})" for e in _estimates(test, who)]
+        table.add_row(label, *cells)
+    table.add_row("p-value", *(_p_value(test[m]["p_value"]) for m in ("bleu", "chrf")))
+    out.print(table)
+    out.print(f"baseline: {test['baseline']}; this run: {run}", markup=False)
+    out.print(f"signature: {test['bleu']['signature']}", markup=False)
+
+
+def _estimates(test: dict, who: str) -> list[dict]:
+    return [test[metric][who] for metric in ("bleu", "chrf")]
+
+
+def _p_value(p: float) -> str:
+    return f"{p:.4f} ({'' if p < 0.05 else 'not '}significant)"
 
 
 def attention_heatmap(maps: AttentionMaps, layer: int | None, head: int | None) -> None:

@@ -1,9 +1,21 @@
 """Lines in and out of the command line: files or stdin/stdout, UTF-8, one line out per line in."""
 
+import io
+import os
+import select
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
+from seq2seq.atomic import write_atomic
 from seq2seq.errors import Seq2SeqError
+
+
+class ReaderLeft(Exception):
+    """Standard output's reader has gone (`| head`). Not an OSError, which click would turn into
+    exit 1 before our handler saw it."""
+
 
 LINE_BREAKS = str.maketrans({c: " " for c in "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
 
@@ -15,23 +27,83 @@ def one_line(text: str) -> str:
 
 def read_lines(path: Path | None) -> list[str]:
     """Lines of a UTF-8 file or of stdin, split on newlines only; invalid UTF-8 names the line."""
+    return [line for group in line_groups(path, sys.maxsize) for line in group]
+
+
+def line_groups(path: Path | None, most: int) -> Iterator[list[str]]:
+    """Lines of a file or stdin in groups of at most `most`, each as soon as it is complete: a group
+    ends early when more input would mean waiting, so a program that feeds a pipe line by line gets
+    each answer before it sends the next, and a long file is worked on while it is still read."""
     name = str(path) if path else "standard input"
+    with _open(path, name) as stream:
+        lines: list[bytes] = []
+        tail, number = b"", 0
+        while True:
+            data = _read_some(stream, name)
+            *complete, tail = (tail + data).split(b"\n")
+            lines += complete
+            if not data and tail:  # the last line has no newline: it is still a line
+                lines.append(tail)
+            while len(lines) >= most or (lines and not (data and _more_ready(stream))):
+                group, lines = lines[:most], lines[most:]
+                yield [_decode(raw, name, number + i) for i, raw in enumerate(group, start=1)]
+                number += len(group)
+            if not data:
+                return
+
+
+def _open(path: Path | None, name: str) -> BinaryIO:
+    if path is None:
+        return open(os.dup(sys.stdin.fileno()), "rb") if _has_fd(sys.stdin) else sys.stdin.buffer
     try:
-        data = sys.stdin.buffer.read() if path is None else path.read_bytes()
+        return open(path, "rb")
     except IsADirectoryError:
         raise Seq2SeqError(f"{name} is a directory, not a file") from None
     except OSError as e:
         raise Seq2SeqError(f"cannot read {name}: {e.strerror}") from None
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()  # the newline that ends the last line does not start another one
-    out = []
-    for number, raw in enumerate(lines, start=1):
-        try:
-            out.append(raw.decode("utf-8").removesuffix("\r"))
-        except UnicodeDecodeError:
-            raise Seq2SeqError(f"{name}: line {number} is not valid UTF-8") from None
-    return out
+
+
+def _read_some(stream: BinaryIO, name: str) -> bytes:
+    """What is there, waiting only when nothing is; b"" at the end."""
+    try:
+        return stream.read1(1 << 16)
+    except OSError as e:
+        raise Seq2SeqError(f"cannot read {name}: {e.strerror}") from None
+
+
+def _has_fd(stream) -> bool:
+    try:
+        stream.fileno()
+        return True
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
+
+
+def _more_ready(stream: BinaryIO) -> bool:
+    """Whether reading now would not wait (always so for a file, or where select cannot tell)."""
+    if not _has_fd(stream):
+        return True
+    try:
+        return bool(select.select([stream], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
+def _decode(raw: bytes, name: str, number: int) -> str:
+    try:
+        return raw.decode("utf-8").removesuffix("\r")
+    except UnicodeDecodeError:
+        raise Seq2SeqError(f"{name}: line {number} is not valid UTF-8") from None
+
+
+def count_lines(path: Path) -> int | None:
+    """How many lines `line_groups` will give for a file; None if it cannot be read (reading it
+    again says why)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data.count(b"\n") + (not data.endswith(b"\n") and data != b"")
 
 
 def arguments(texts: list[str]) -> list[str]:
@@ -47,17 +119,64 @@ def arguments(texts: list[str]) -> list[str]:
 
 
 def write_lines(lines: list[str], path: Path | None) -> None:
-    """UTF-8 always, whatever encoding the terminal or PYTHONIOENCODING gives stdout."""
-    text = "".join(line + "\n" for line in lines)
+    """UTF-8 always, whatever encoding the terminal or PYTHONIOENCODING gives stdout; a file is
+    replaced whole or not at all."""
+    data = "".join(line + "\n" for line in lines).encode("utf-8")
     if path is None:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(text.encode("utf-8"))
-        sys.stdout.buffer.flush()
+        try:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        except BrokenPipeError:
+            raise ReaderLeft from None
         return
     try:
-        path.write_text(text, encoding="utf-8")
+        write_atomic(path, data)
     except OSError as e:
         raise Seq2SeqError(f"cannot write {path}: {e.strerror}") from None
+
+
+class LineWriter:
+    """Lines out as they are ready. A file fills `FILE.partial`, renamed to FILE once everything is
+    written: FILE is never half-written, and a run that fails keeps what it did in FILE.partial."""
+
+    def __init__(self, path: Path | None):
+        self.path, self.written = path, 0
+        self.partial = None if path is None else path.with_name(path.name + ".partial")
+
+    def __enter__(self) -> "LineWriter":
+        if self.partial is None:
+            self.stream = sys.stdout.buffer
+            sys.stdout.flush()
+        else:
+            try:
+                self.stream = open(self.partial, "wb")
+            except OSError as e:
+                raise Seq2SeqError(f"cannot write {self.path}: {e.strerror}") from None
+        return self
+
+    def write(self, lines: list[str]) -> None:
+        try:
+            self.stream.write("".join(line + "\n" for line in lines).encode("utf-8"))
+            self.stream.flush()
+        except BrokenPipeError:
+            raise ReaderLeft from None
+        except OSError as e:
+            raise Seq2SeqError(f"cannot write {self.path or 'standard output'}: {e.strerror}") from None
+        self.written += len(lines)
+
+    def __exit__(self, kind, error, trace) -> None:
+        if self.partial is None:
+            return
+        self.stream.close()
+        if kind is None:
+            os.replace(self.partial, self.path)
+        elif self.written == 0:
+            self.partial.unlink(missing_ok=True)
+        else:
+            from seq2seq.cli_display import warn
+
+            warn(f"the first {self.written} lines' translations are kept in {self.partial}")
 
 
 def numbered(path: Path, number: int) -> Path:

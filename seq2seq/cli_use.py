@@ -1,4 +1,4 @@
-"""The commands that use a trained run: translate, evaluate, score, export. Plain functions that
+"""The commands that use a trained run besides translate: evaluate, score, export. Plain functions that
 `cli.py` registers on the app; like it, this layer alone prints or exits."""
 
 import json
@@ -7,85 +7,9 @@ from pathlib import Path
 import typer
 
 from seq2seq import cli_display as display
-from seq2seq.cli_io import arguments, numbered, one_line, read_lines, write_lines
+from seq2seq.cli_io import one_line, read_lines, write_lines
 from seq2seq.cli_options import BATCH_SIZE, BEAM, DATA_DIR, DEVICE, GREEDY, LENGTH_PENALTY
 from seq2seq.errors import Seq2SeqError
-
-
-def translate(
-    text: list[str] | None = typer.Argument(None, help="Sentences; none: read --input or stdin."),
-    run: Path = typer.Option(Path("runs/multi30k-en-fr"), "--run", help="Run directory."),
-    beam: int = BEAM,
-    greedy: bool = GREEDY,
-    nbest: int = typer.Option(1, "--nbest", help="Print the K best as `index ||| text ||| score`."),
-    length_penalty: float = LENGTH_PENALTY,
-    min_len: int = typer.Option(0, "--min-len", help="Output pieces at least."),
-    max_len: int | None = typer.Option(None, "--max-len", help="Output pieces at most."),
-    batch_size: int = BATCH_SIZE,
-    input: Path | None = typer.Option(None, "--input", help="File with one sentence a line."),
-    output: Path | None = typer.Option(None, "--output", help="Write translations here."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Recompute the prefix every step."),
-    device: str = DEVICE,
-    show_attention: bool = typer.Option(
-        False, "--show-attention", help="Show each translation's cross-attention (on stderr)."
-    ),
-    attention_png: Path | None = typer.Option(
-        None, "--attention-png", help="Draw all attention maps into FILE (several lines: FILE-<line>.png)."
-    ),
-    layer: int | None = typer.Option(None, "--layer", help="Layer of the maps, from 1 [default: last]."),
-    head: int | None = typer.Option(None, "--head", help="Head of the maps, from 1 [default: their mean]."),
-):
-    """Translate sentences: exactly one output line per input line, in order."""
-    from seq2seq.checkpoint import load_run
-    from seq2seq.decode import DecodeOptions
-    from seq2seq.decode import translate as translate_lines
-    from seq2seq.train import resolve_device
-
-    views = show_attention or attention_png is not None
-    for name, value in (("--layer", layer), ("--head", head)):
-        if value is not None and not views:
-            raise typer.BadParameter("goes with --show-attention or --attention-png", param_hint=name)
-    if attention_png is not None:
-        from seq2seq import plots
-
-        plots.require()
-
-    options = DecodeOptions(
-        beam=1 if greedy else beam,
-        nbest=nbest,
-        length_penalty=length_penalty,
-        min_len=min_len,
-        max_len=max_len,
-        use_cache=not no_cache,
-        batch_size=batch_size,
-    )
-    options.check()
-    lines = arguments(text) if text else read_lines(input)
-    model, tokenizer = load_run(run, resolve_device(device))
-    result = translate_lines(model, tokenizer, lines, options)
-    if result.truncated:
-        display.warn(
-            f"{result.truncated} line(s) longer than the model's "
-            f"{model.cfg.max_positions - 1} pieces were truncated"
-        )
-    maps = {}
-    if views:
-        from seq2seq.attention import check_choice, maps_of_translations
-
-        maps = maps_of_translations(model, tokenizer, lines, result, batch_size)
-        if maps:  # a bad --layer/--head is refused before anything is written
-            check_choice(next(iter(maps.values())), layer, head)
-    if nbest > 1:
-        out = [f"{i} ||| {one_line(t)} ||| {s:.4f}" for i, hyps in enumerate(result.nbest) for t, s in hyps]
-    else:
-        out = [one_line(t) for t in result.best]
-    write_lines(out, output)
-    for number, m in maps.items():
-        if show_attention:
-            display.attention_heatmap(m, layer, head)
-        if attention_png is not None:
-            path = attention_png if len(maps) == 1 else numbered(attention_png, number)
-            plots.attention_png(m, path, layer, head)
 
 
 def evaluate(
@@ -101,11 +25,21 @@ def evaluate(
     output: Path | None = typer.Option(None, "--output", help="Write the hypotheses here."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     device: str = DEVICE,
+    baseline: Path | None = typer.Option(
+        None, "--baseline", help="Another system's translations of the same test set, to test against."
+    ),
+    baseline_run: Path | None = typer.Option(
+        None, "--baseline-run", help="Another run: translate the test set with it and test against it."
+    ),
+    paired: str = typer.Option("bs", "--paired", help="bs: paired bootstrap; ar: approximate randomization."),
+    resamples: int = typer.Option(0, "--resamples", help="[default: 1000 for bs, 10000 for ar]"),
 ):
-    """Translate a test set and print BLEU and chrF with their sacreBLEU signatures."""
+    """Translate a test set and print BLEU and chrF with their sacreBLEU signatures; with a baseline,
+    both systems' scores with 95% confidence intervals and the p-value of their difference."""
     from seq2seq.checkpoint import load_config, load_run
     from seq2seq.data import load_pairs
     from seq2seq.decode import DecodeOptions
+    from seq2seq.evaluate import TESTS, compare
     from seq2seq.evaluate import evaluate as evaluate_pairs
     from seq2seq.train import resolve_device
 
@@ -122,7 +56,17 @@ def evaluate(
         cfg = load_config(run)["train"]
         pairs = load_pairs(cfg["corpus"], split, cfg["src"], cfg["tgt"], data_dir)
         what = f"{cfg['corpus']} {split} {cfg['src']}->{cfg['tgt']}"
+    if baseline is not None and baseline_run is not None:
+        raise typer.BadParameter("give --baseline or --baseline-run, not both", param_hint="--baseline")
+    if paired not in TESTS:
+        raise typer.BadParameter(f"{paired!r} is not one of {', '.join(TESTS)}", param_hint="--paired")
+    baseline_lines = read_lines(baseline) if baseline is not None else None
+    if baseline_lines is not None and len(baseline_lines) != len(pairs):
+        raise Seq2SeqError(f"{baseline} has {len(baseline_lines)} lines but the test set has {len(pairs)}")
     model, tokenizer = load_run(run, resolve_device(device))
+    if baseline_run is not None:
+        other, other_tokenizer = load_run(baseline_run, resolve_device(device))
+        baseline_lines = evaluate_pairs(other, other_tokenizer, pairs, options).hypotheses
     result = evaluate_pairs(model, tokenizer, pairs, options)
     if output is not None:
         write_lines([one_line(h) for h in result.hypotheses], output)
@@ -138,10 +82,32 @@ def evaluate(
         "test_set": what,
         "run": str(run),
     }
+    if baseline_lines is not None:
+        comparison = compare(result.hypotheses, baseline_lines, [t for _, t in pairs], paired, resamples)
+        report["paired_test"] = paired_report(comparison, str(baseline or baseline_run))
     if as_json:
         print(json.dumps(report))
     else:
         display.scores(report)
+
+
+def paired_report(comparison, baseline: str) -> dict:
+    """The paired test as JSON: for each metric, both systems' estimates and the p-value."""
+    from dataclasses import asdict
+
+    def rounded(d: dict) -> dict:
+        return {k: round(v, 4) if isinstance(v, float) else v for k, v in d.items()}
+
+    out = {"test": comparison.test, "resamples": comparison.resamples, "baseline": baseline}
+    for metric in ("bleu", "chrf"):
+        difference = getattr(comparison, metric)
+        out[metric] = {
+            "system": rounded(asdict(difference.system)),
+            "baseline": rounded(asdict(difference.baseline)),
+            "p_value": round(difference.p_value, 6),
+            "signature": difference.signature,
+        }
+    return out
 
 
 def score(

@@ -50,3 +50,66 @@ def evaluate(model, tokenizer, pairs: list[tuple[str, str]], options: DecodeOpti
     hypotheses = translate(model, tokenizer, [src for src, _ in pairs], options).best
     seconds = time.perf_counter() - start
     return Evaluation(score(hypotheses, [tgt for _, tgt in pairs]), hypotheses, seconds)
+
+
+TESTS = {"bs": "paired bootstrap resampling", "ar": "approximate randomization"}
+
+
+@dataclass
+class Estimate:
+    score: float  # on the whole test set
+    mean: float  # over the resamples
+    ci: float  # half-width of the 95% confidence interval around the mean
+
+
+@dataclass
+class Difference:
+    system: Estimate
+    baseline: Estimate
+    p_value: float  # of a difference at least this large if the two systems were alike
+    signature: str
+
+
+@dataclass
+class Comparison:
+    test: str  # a key of TESTS
+    resamples: int
+    bleu: Difference
+    chrf: Difference
+
+
+def compare(
+    hypotheses: list[str], baseline: list[str], references: list[str], test: str = "bs", resamples: int = 0
+) -> Comparison:
+    """Whether `hypotheses` beat `baseline` by more than chance, by sacreBLEU's own paired tests
+    (seeded by SACREBLEU_SEED, 12345 unless set, so a command repeats its numbers). resamples 0:
+    sacreBLEU's defaults, 1000 for bootstrap and 10000 for randomization."""
+    from sacrebleu.significance import PairedTest
+
+    if test not in TESTS:
+        raise Seq2SeqError(f"{test!r} is not one of {', '.join(TESTS)} ({'; '.join(TESTS.values())})")
+    if resamples < 0:
+        raise Seq2SeqError(f"the number of resamples must be positive, got {resamples}")
+    for name, lines in (("hypotheses", hypotheses), ("baseline", baseline)):
+        if len(lines) != len(references):
+            raise Seq2SeqError(f"{len(lines)} {name} but {len(references)} references; they must pair up")
+    paired = PairedTest(
+        [("baseline", baseline), ("system", hypotheses)],
+        {"bleu": BLEU(), "chrf": CHRF()},
+        [references],
+        test_type=test,
+        n_samples=resamples,
+        n_ar_confidence=0,  # randomization: CIs from sacreBLEU's default bootstrap too
+    )
+    signatures, results = paired()
+    bleu, chrf = (_difference(results[k], str(signatures[k])) for k in ("BLEU", "chrF2"))
+    return Comparison(test, paired.n_samples, bleu, chrf)
+
+
+def _difference(results: list, signature: str) -> Difference:
+    """sacreBLEU, after MultEval, counts no difference at all as significant (p = 1 / (n + 1)) on
+    purpose; to a user comparing two systems, identical scores are not a significant difference,
+    so they get p = 1."""
+    baseline, system = (Estimate(r.score, float(r.mean), float(r.ci)) for r in results)
+    p_value = 1.0 if system.score == baseline.score else float(results[1].p_value)
+    return Difference(system, baseline, p_value, signature)

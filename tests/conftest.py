@@ -1,11 +1,15 @@
 """Shared fixtures: tiny models and small corpora written into tmp_path, never the repo."""
 
 import gzip
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
 
+from seq2seq import checkpoint as ckpt
+from seq2seq.tokenizer import Tokenizer, train_tokenizer
+from seq2seq.train import TrainConfig
 from seq2seq.transformer import Transformer, TransformerConfig
 
 EN = ["a dog runs", "two men sit", "the cat sleeps", "a red car", "a girl plays", "the sun sets"]
@@ -34,6 +38,26 @@ def tiny_model(vocab_size: int = 40, seed: int = 0, **overrides) -> Transformer:
         **overrides,
     )
     return Transformer(cfg).eval()
+
+
+def caption_tokenizer(path: Path, vocab_size: int = 120) -> Tokenizer:
+    """A SentencePiece model of the test captions, both languages."""
+    texts = [f"{e} {i}" for i, e in enumerate(EN * 20)] + [f"{f} {i}" for i, f in enumerate(FR * 20)]
+    return train_tokenizer(texts, path, vocab_size=vocab_size)
+
+
+def write_run(run: Path, make_model: Callable[[int], torch.nn.Module], tokenizer: Tokenizer | None = None):
+    """A run directory holding make_model(vocabulary size), as `seq2seq train` would leave it; with
+    the caption tokenizer (trained there) unless one is given."""
+    run.mkdir(parents=True, exist_ok=True)
+    if tokenizer is None:
+        tokenizer = caption_tokenizer(run / ckpt.TOKENIZER)
+    else:
+        (run / ckpt.TOKENIZER).write_bytes(tokenizer.sp.serialized_model_proto())
+    model = make_model(tokenizer.vocab_size)
+    ckpt.save_config(run, ckpt.config_sections(model.cfg, TrainConfig(), tokenizer))
+    ckpt.save_weights(model, run / ckpt.BEST)
+    return run
 
 
 def write_multi30k(folder: Path, sizes: dict[str, int], langs=("en", "fr"), gz: bool = True):

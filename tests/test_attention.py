@@ -3,17 +3,14 @@
 import pytest
 import torch
 
-from seq2seq import checkpoint as ckpt
 from seq2seq.attention import attention, attention_batch
 from seq2seq.batch import BOS_ID, EOS_ID, pad
 from seq2seq.cli_display import heatmap_lines
 from seq2seq.decode import DecodeOptions, greedy, source_ids
 from seq2seq.errors import Seq2SeqError
 from seq2seq.protocol import AttentionRecord
-from seq2seq.tokenizer import train_tokenizer
-from seq2seq.train import TrainConfig
 from tests.cli_helpers import run_cli
-from tests.conftest import EN, FR, tiny_model
+from tests.conftest import caption_tokenizer, tiny_model, write_run
 
 SENTENCES = ["a dog runs", "two men sit on the red car 12", "the sun"]
 OPTIONS = DecodeOptions(beam=1, max_len=7)
@@ -21,8 +18,7 @@ OPTIONS = DecodeOptions(beam=1, max_len=7)
 
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory):
-    texts = [f"{e} {i}" for i, e in enumerate(EN * 20)] + [f"{f} {i}" for i, f in enumerate(FR * 20)]
-    return train_tokenizer(texts, tmp_path_factory.mktemp("tok") / "tokenizer.model", vocab_size=120)
+    return caption_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer.model")
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +29,7 @@ def model(tokenizer):
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, tokenizer, model):
     """A run directory holding the tiny model, as `seq2seq train` would leave it."""
-    run = tmp_path_factory.mktemp("attention-run")
-    (run / ckpt.TOKENIZER).write_bytes(tokenizer.sp.serialized_model_proto())
-    ckpt.save_config(run, ckpt.config_sections(model.cfg, TrainConfig(), tokenizer))
-    ckpt.save_weights(model, run / ckpt.BEST)
-    return run
+    return write_run(tmp_path_factory.mktemp("attention-run"), lambda v: model, tokenizer)
 
 
 @pytest.fixture

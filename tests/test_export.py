@@ -10,10 +10,8 @@ from seq2seq import checkpoint as ckpt
 from seq2seq.batch import BOS_ID, EOS_ID, pad
 from seq2seq.decode import DecodeOptions, source_ids, translate
 from seq2seq.export import export_ctranslate2
-from seq2seq.tokenizer import train_tokenizer
-from seq2seq.train import TrainConfig
 from tests.cli_helpers import run_cli
-from tests.conftest import EN, FR, tiny_model
+from tests.conftest import tiny_model, write_run
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
@@ -22,13 +20,8 @@ SENTENCES = ["a dog runs", "two men sit on the red car 12", "the sun sets", "une
 
 @pytest.fixture(scope="module", params=[True, False], ids=["pre-LN", "post-LN"])
 def run_dir(request, tmp_path_factory):
-    run = tmp_path_factory.mktemp("export-run")
-    texts = [f"{e} {i}" for i, e in enumerate(EN * 20)] + [f"{f} {i}" for i, f in enumerate(FR * 20)]
-    tokenizer = train_tokenizer(texts, run / ckpt.TOKENIZER, vocab_size=120)
-    model = tiny_model(vocab_size=tokenizer.vocab_size, seed=7, norm_first=request.param)
-    ckpt.save_config(run, ckpt.config_sections(model.cfg, TrainConfig(), tokenizer))
-    ckpt.save_weights(model, run / ckpt.BEST)
-    return run
+    make = lambda v: tiny_model(vocab_size=v, seed=7, norm_first=request.param)  # noqa: E731
+    return write_run(tmp_path_factory.mktemp("export-run"), make)
 
 
 @pytest.fixture(scope="module")
@@ -110,13 +103,7 @@ def test_bad_exports_write_nothing(run_dir, tmp_path, capsys, monkeypatch, args,
 def test_an_rnn_run_is_not_supported(tmp_path, capsys, monkeypatch):
     from seq2seq.rnn import RNN, RNNConfig
 
-    run = tmp_path / "rnn"
-    tokenizer = train_tokenizer(
-        [f"{e} {i}" for i, e in enumerate(EN * 20)], run / ckpt.TOKENIZER, vocab_size=60
-    )
-    model = RNN(RNNConfig(vocab_size=tokenizer.vocab_size, d_model=16, n_layers=1))
-    ckpt.save_config(run, ckpt.config_sections(model.cfg, TrainConfig(), tokenizer))
-    ckpt.save_weights(model, run / ckpt.BEST)
+    run = write_run(tmp_path / "rnn", lambda v: RNN(RNNConfig(vocab_size=v, d_model=16, n_layers=1)))
     result = run_cli(["export", "--run", run, tmp_path / "out"], capsys, monkeypatch)
     assert result.code == 2 and "supports Transformers only" in result.err
     assert not (tmp_path / "out").exists()

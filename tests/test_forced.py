@@ -5,14 +5,11 @@ import json
 import pytest
 import torch
 
-from seq2seq import checkpoint as ckpt
 from seq2seq.decode import beam_search, pad
 from seq2seq.errors import Seq2SeqError
 from seq2seq.forced import score_ids
-from seq2seq.tokenizer import train_tokenizer
-from seq2seq.train import TrainConfig
 from tests.cli_helpers import run_cli
-from tests.conftest import EN, FR, tiny_model
+from tests.conftest import tiny_model, write_run
 
 SOURCES = [[5, 9, 12, 3], [7, 3], [11, 4, 6, 8, 20, 3], [30, 31, 3]]
 
@@ -45,13 +42,7 @@ def test_a_target_longer_than_the_model_is_an_error_naming_its_line():
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    run = tmp_path_factory.mktemp("score-run")
-    texts = [f"{e} {i}" for i, e in enumerate(EN * 20)] + [f"{f} {i}" for i, f in enumerate(FR * 20)]
-    tokenizer = train_tokenizer(texts, run / ckpt.TOKENIZER, vocab_size=120)
-    model = tiny_model(vocab_size=tokenizer.vocab_size, seed=3)
-    ckpt.save_config(run, ckpt.config_sections(model.cfg, TrainConfig(), tokenizer))
-    ckpt.save_weights(model, run / ckpt.BEST)
-    return run
+    return write_run(tmp_path_factory.mktemp("score-run"), lambda v: tiny_model(vocab_size=v, seed=3))
 
 
 def test_score_from_the_command_line(run_dir, tmp_path, capsys, monkeypatch):

@@ -1,0 +1,163 @@
+"""`seq2seq translate`: sentences from the arguments, a file, a pipe (streamed, a group of lines at a
+time) or a terminal (a prompt, a line at a time); exactly one output line per input line."""
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import typer
+
+from seq2seq import cli_display as display
+from seq2seq.cli_io import LineWriter, arguments, count_lines, line_groups, numbered, one_line
+from seq2seq.cli_options import BATCH_SIZE, BEAM, DEVICE, GREEDY, LENGTH_PENALTY
+
+GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
+
+
+def translate(
+    text: list[str] | None = typer.Argument(None, help="Sentences; none: read --input or stdin."),
+    run: Path = typer.Option(Path("runs/multi30k-en-fr"), "--run", help="Run directory."),
+    beam: int = BEAM,
+    greedy: bool = GREEDY,
+    nbest: int = typer.Option(1, "--nbest", help="Print the K best as `index ||| text ||| score`."),
+    length_penalty: float = LENGTH_PENALTY,
+    min_len: int = typer.Option(0, "--min-len", help="Output pieces at least."),
+    max_len: int | None = typer.Option(None, "--max-len", help="Output pieces at most."),
+    batch_size: int = BATCH_SIZE,
+    input: Path | None = typer.Option(None, "--input", help="File with one sentence a line."),
+    output: Path | None = typer.Option(None, "--output", help="Write translations here."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Recompute the prefix every step."),
+    device: str = DEVICE,
+    show_attention: bool = typer.Option(
+        False, "--show-attention", help="Show each translation's cross-attention (on stderr)."
+    ),
+    attention_png: Path | None = typer.Option(
+        None, "--attention-png", help="Draw all attention maps into FILE (several lines: FILE-<line>.png)."
+    ),
+    layer: int | None = typer.Option(None, "--layer", help="Layer of the maps, from 1 [default: last]."),
+    head: int | None = typer.Option(None, "--head", help="Head of the maps, from 1 [default: their mean]."),
+):
+    """Translate sentences: exactly one output line per input line, in order. From a terminal with
+    no TEXT or --input: a prompt, a translation per line entered (an empty line or Ctrl-D ends)."""
+    from seq2seq.checkpoint import load_run
+    from seq2seq.decode import DecodeOptions
+    from seq2seq.train import resolve_device
+
+    views = Views(show_attention, attention_png, layer, head)
+    for name, value in (("--layer", layer), ("--head", head)):
+        if value is not None and not views.wanted:
+            raise typer.BadParameter("goes with --show-attention or --attention-png", param_hint=name)
+    if attention_png is not None:
+        from seq2seq import plots
+
+        plots.require()
+    options = DecodeOptions(
+        beam=1 if greedy else beam,
+        nbest=nbest,
+        length_penalty=length_penalty,
+        min_len=min_len,
+        max_len=max_len,
+        use_cache=not no_cache,
+        batch_size=batch_size,
+    )
+    options.check()
+    texts = arguments(text) if text else None
+    live = texts is None and input is None and sys.stdin.isatty()
+    total = len(texts) if texts else count_lines(input) if input else None
+    with LineWriter(output) as writer:
+        model, tokenizer = load_run(run, resolve_device(device))
+        if live:
+            groups = prompted_lines()
+        else:
+            groups = iter([texts]) if texts else line_groups(input, GROUP_BATCHES * batch_size)
+        done = 0  # input lines translated so far
+        with display.line_progress(output is not None and not live, total) as advance:
+            try:
+                for group in groups:
+                    translate_group(model, tokenizer, group, done + 1, writer, options, views)
+                    done += len(group)
+                    advance(len(group))
+            except KeyboardInterrupt:
+                if not live:
+                    raise
+                display.prompt("\n")  # Ctrl-C is one way to leave a live session, not an error
+        views.finish()
+
+
+def translate_group(model, tokenizer, lines, first, writer, options, views) -> None:
+    """Translate lines (the first is line `first` of the input), write them, then show or draw
+    their attention."""
+    from seq2seq.decode import translate as translate_lines
+
+    result = translate_lines(model, tokenizer, lines, options)
+    if result.truncated:
+        display.warn(
+            f"{result.truncated} of lines {first}-{first + len(lines) - 1} were longer than the model's "
+            f"{model.cfg.max_positions - 1} pieces and were truncated"
+        )
+    maps = {}
+    if views.wanted:
+        from seq2seq.attention import check_choice, maps_of_translations
+
+        maps = maps_of_translations(model, tokenizer, lines, result, options.batch_size)
+        if maps:  # a bad --layer/--head is refused before anything of this group is written
+            check_choice(next(iter(maps.values())), views.layer, views.head)
+    if options.nbest > 1:
+        out = [
+            f"{first - 1 + i} ||| {one_line(t)} ||| {s:.4f}"
+            for i, hyps in enumerate(result.nbest)
+            for t, s in hyps
+        ]
+    else:
+        out = [one_line(t) for t in result.best]
+    writer.write(out)
+    for number, m in maps.items():
+        views.show(first - 1 + number, m)
+
+
+class Views:
+    """--show-attention draws each line's map on stderr at once; --attention-png writes FILE for a
+    single line, FILE-<line>.png for each when there are several. Which of the two is known only
+    when a second line (or the end) arrives, so the first picture waits."""
+
+    def __init__(self, heatmap: bool, path: Path | None, layer: int | None, head: int | None):
+        self.heatmap, self.path, self.layer, self.head = heatmap, path, layer, head
+        self.wanted = heatmap or path is not None
+        self.first, self.several = None, False
+
+    def show(self, number: int, maps) -> None:
+        if self.heatmap:
+            display.attention_heatmap(maps, self.layer, self.head)
+        if self.path is None:
+            return
+        if self.first is None:
+            self.first = (number, maps)
+            return
+        if not self.several:
+            self.several = True
+            self._draw(self.first[1], numbered(self.path, self.first[0]))
+        self._draw(maps, numbered(self.path, number))
+
+    def finish(self) -> None:
+        if self.first is not None and not self.several:
+            self._draw(self.first[1], self.path)
+
+    def _draw(self, maps, path: Path) -> None:
+        from seq2seq import plots
+
+        plots.attention_png(maps, path, self.layer, self.head)
+
+
+def prompted_lines() -> Iterator[list[str]]:
+    """Lines typed at a terminal, one at a time, until an empty line or Ctrl-D."""
+    while True:
+        display.prompt("> ")
+        raw = sys.stdin.buffer.readline()
+        try:
+            line = raw.decode("utf-8").removesuffix("\n").removesuffix("\r")
+        except UnicodeDecodeError:
+            display.warn("that line is not valid UTF-8; type it again")
+            continue
+        if not line.strip():
+            return
+        yield [line]
