@@ -14,6 +14,8 @@ safetensors, everything else as JSON (inside the safetensors metadata for the tr
 """
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -38,7 +40,9 @@ CONFIG, TOKENIZER, BEST, LAST, METRICS, CURVES = (
 
 
 def save_config(run_dir: Path, sections: dict) -> None:
-    write_atomic(Path(run_dir) / CONFIG, (json.dumps(sections, indent=2) + "\n").encode())
+    path = Path(run_dir) / CONFIG
+    with _saving(path):
+        write_atomic(path, (json.dumps(sections, indent=2) + "\n").encode())
 
 
 def load_config(run_dir: Path) -> dict:
@@ -57,9 +61,9 @@ def load_config(run_dir: Path) -> dict:
 
 def model_config(sections: dict) -> ModelConfig:
     """The model config of a config.json (a Transformer's or an RNN's)."""
-    values = sections["model"]
+    values = sections.get("model") if isinstance(sections, dict) else None
     if not isinstance(values, dict):
-        raise ValueError("the 'model' section is not an object")
+        raise ValueError("it has no 'model' section")
     return config_from_dict(values)
 
 
@@ -78,9 +82,27 @@ def load_run(run_dir: Path, device: str | torch.device = "cpu", weights: str = B
     return model.to(device).eval(), tokenizer
 
 
-def save_weights(model: nn.Module, path: Path) -> None:
+def save_weights(model: nn.Module, path: Path, val_bleu: float | None = None) -> None:
+    """The weights, with the validation BLEU that made them the best, when they are."""
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata={"format": "pt"}))
+    metadata = {"format": "pt"} | ({} if val_bleu is None else {"val_bleu": repr(val_bleu)})
+    with _saving(path):
+        write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
+
+
+def best_score(run_dir: Path) -> float | None:
+    """The validation BLEU recorded with the best weights (None: no best weights, or from before
+    they carried it). It, not the training state, is what a later validation must beat: a kill
+    between the two writes leaves the training state's copy stale."""
+    path = Path(run_dir) / BEST
+    if not path.is_file():
+        return None
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            value = (f.metadata() or {}).get("val_bleu")
+    except (SafetensorError, OSError):
+        return None
+    return None if value is None else float(value)
 
 
 def load_weights(model: nn.Module, path: Path) -> None:
@@ -110,7 +132,20 @@ def save_training_state(path: Path, model: nn.Module, optimizer, state: dict) ->
     if torch.cuda.is_available():
         tensors["rng.cuda"] = torch.cuda.get_rng_state()
     metadata = {"format": "pt", "trainer_state": json.dumps(state), "optimizer": json.dumps(optim_json)}
-    write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
+    with _saving(path):
+        write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
+
+
+@contextmanager
+def _saving(path: Path) -> Iterator[None]:
+    """A full disk or a folder turned read-only: one line, and the previous file left in place
+    (every save goes through a temporary file and a rename)."""
+    try:
+        yield
+    except (OSError, SafetensorError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else first_line(e)
+        kept = f"; the previous {path.name} is kept" if path.exists() else ""
+        raise Seq2SeqError(f"cannot save {path} ({reason}){kept}") from None
 
 
 def load_training_state(path: Path, model: nn.Module, optimizer) -> dict:
@@ -142,7 +177,7 @@ def remove_stale_temporaries(run_dir: Path) -> None:
 
 
 def append_metrics(run_dir: Path, row: dict) -> None:
-    with open(Path(run_dir) / METRICS, "a", encoding="utf-8") as f:
+    with _saving(Path(run_dir) / METRICS), open(Path(run_dir) / METRICS, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")
 
 

@@ -52,10 +52,12 @@ def tokenize(
     if vocab_size < 8:
         raise typer.BadParameter("must be at least 8", param_hint="--vocab-size")
     from seq2seq.data import filter_pairs, load_pairs
+    from seq2seq.lock import run_lock
     from seq2seq.tokenizer import train_tokenizer
 
-    pairs, _ = filter_pairs(load_pairs(corpus, "train", src, tgt, data_dir))
-    tokenizer = train_tokenizer((t for pair in pairs for t in pair), run / TOKENIZER, vocab_size)
+    with run_lock(run):
+        pairs, _ = filter_pairs(load_pairs(corpus, "train", src, tgt, data_dir))
+        tokenizer = train_tokenizer((t for pair in pairs for t in pair), run / TOKENIZER, vocab_size)
     sample = pairs[0][0]
     display.tokenizer_trained(
         run / TOKENIZER, tokenizer.vocab_size, len(pairs), sample, tokenizer.pieces(sample)
@@ -64,6 +66,7 @@ def tokenize(
 
 @app.command()
 def train(
+    ctx: typer.Context,
     data_dir: str | None = DATA_DIR,
     corpus: str = CORPUS,
     src: str = typer.Option("en", help="Source language."),
@@ -85,6 +88,9 @@ def train(
     dropout: float = typer.Option(0.1, min=0.0, max=0.9, help="Dropout."),
     vocab_size: int = typer.Option(8000, min=8, help="Vocabulary size, if the run has no tokenizer."),
     patience: int = typer.Option(5, min=1, help="Validations without improvement before stopping."),
+    save_every_minutes: float = typer.Option(
+        5.0, min=0.0, help="Save the training state this often, besides each validation."
+    ),
     device: str = DEVICE,
     seed: int = typer.Option(1, help="Random seed."),
     fp32: bool = typer.Option(False, "--fp32", help="No bf16 autocast, even where it is fast."),
@@ -106,11 +112,13 @@ def train(
         max_steps=max_steps,
         max_minutes=max_minutes,
         patience=patience,
+        save_every_minutes=save_every_minutes,
         seed=seed,
         device=device,
         bf16=not fp32,
     )
     run = default_run(run, corpus, src, tgt)
+    refuse_unhonoured_options(ctx, run, config, model_config)
     stop_requested = install_stop_handlers()
     with display.TrainingDisplay(run) as reporter:
         final = train_run(run, config, model_config, data_dir, reporter, stop_requested)
@@ -143,6 +151,36 @@ def architecture_config(arch: str, preset: str, attention, score, cell, dropout:
         return preset_config(arch, preset, dropout=dropout, **given)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
+
+
+MODEL_OPTIONS = ("preset", "arch", "attention", "score", "cell", "dropout")
+
+
+def refuse_unhonoured_options(ctx: typer.Context, run: Path, config, model_config) -> None:
+    """A resumed run keeps its model and recipe; only the limits (--epochs, --max-steps, ...) are
+    the new command's. An option given to change the rest is refused, never silently ignored."""
+    from dataclasses import fields, replace
+
+    from seq2seq import checkpoint as ckpt
+    from seq2seq.train import LIMITS, stored_train_config
+
+    if not (run / ckpt.LAST).is_file():
+        return
+    given = {n for n in ctx.params if ctx.get_parameter_source(n).name in ("COMMANDLINE", "ENVIRONMENT")}
+    stored = stored_train_config(run)
+    for name in sorted(given & {f.name for f in fields(stored)} - set(LIMITS)):
+        if getattr(config, name) != getattr(stored, name):
+            raise Seq2SeqError(
+                f"{run} was started with --{name.replace('_', '-')} {getattr(stored, name)}; a resumed "
+                "run keeps it (start a new --run to change it)"
+            )
+    stored_model = ckpt.model_config(ckpt.load_config(run))
+    changed = [f"--{n}" for n in MODEL_OPTIONS if n in given]
+    if changed and replace(model_config, vocab_size=stored_model.vocab_size) != stored_model:
+        raise Seq2SeqError(
+            f"{run} holds another model than {' '.join(changed)} describe; a resumed run keeps its "
+            "model (start a new --run to change it)"
+        )
 
 
 def install_stop_handlers():
@@ -184,4 +222,13 @@ def main() -> None:
         # what is still buffered would fail again at exit (status 120): send it nowhere instead
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
+    except Exception as e:  # torch's OutOfMemoryError; torch is imported by then if it can occur
+        torch = sys.modules.get("torch")
+        if torch is None or not isinstance(e, torch.OutOfMemoryError):
+            raise
+        display.error(
+            "out of GPU memory: lower --max-tokens (train) or --batch-size (translate, evaluate, "
+            "score); the run's last checkpoint is kept"
+        )
+        code = 2
     sys.exit(code if isinstance(code, int) else 0)

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from seq2seq.attention import AttentionMaps
-from seq2seq.train import Reporter
+from seq2seq.loop import Reporter
 
 out = Console()
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -92,7 +92,7 @@ def paired_test(test: dict, run: str) -> None:
     table.add_row("p-value", *(_p_value(test[m]["p_value"]) for m in ("bleu", "chrf")))
     out.print(table)
     out.print(f"baseline: {test['baseline']}; this run: {run}", markup=False)
-    out.print(f"signature: {test['bleu']['signature']}", markup=False)
+    out.print(f"signature: {test['bleu']['signature']}", markup=False, soft_wrap=True)
 
 
 def _estimates(test: dict, who: str) -> list[dict]:
@@ -166,6 +166,10 @@ def training_done(run: Path, final: dict) -> None:
             f"stopped ({final['stop']}) at step {final['step']}: val BLEU "
             f"{final['val_bleu']:.2f}; best weights in {run / 'model.safetensors'}"
         )
+    elif final["stop"] == "max minutes":
+        out.print(f"the --max-minutes budget was spent before a step could run; {run} is unchanged")
+    elif final["stop"] == "interrupted":
+        out.print(f"interrupted before a step could run; {run} is unchanged")
     else:
         out.print(f"nothing to do ({final['stop']}); the run in {run} is complete")
 

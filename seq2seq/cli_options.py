@@ -12,3 +12,6 @@ GREEDY = typer.Option(False, "--greedy", help="Greedy search (same as --beam 1).
 LENGTH_PENALTY = typer.Option(1.0, "--length-penalty", help="GNMT length penalty alpha.")
 BATCH_SIZE = typer.Option(64, "--batch-size", help="Sentences decoded together.")
 DEVICE = typer.Option("auto", "--device", help="auto, cpu or cuda.")
+BF16 = typer.Option(
+    False, "--bf16", help="bf16 autocast where the device computes it natively (CUDA, AVX512-BF16 CPUs)."
+)

@@ -9,7 +9,7 @@ import typer
 
 from seq2seq import cli_display as display
 from seq2seq.cli_io import LineWriter, arguments, count_lines, line_groups, numbered, one_line
-from seq2seq.cli_options import BATCH_SIZE, BEAM, DEVICE, GREEDY, LENGTH_PENALTY
+from seq2seq.cli_options import BATCH_SIZE, BEAM, BF16, DEVICE, GREEDY, LENGTH_PENALTY
 
 GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
 
@@ -28,6 +28,7 @@ def translate(
     output: Path | None = typer.Option(None, "--output", help="Write translations here."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Recompute the prefix every step."),
     device: str = DEVICE,
+    bf16: bool = BF16,
     show_attention: bool = typer.Option(
         False, "--show-attention", help="Show each translation's cross-attention (on stderr)."
     ),
@@ -41,7 +42,7 @@ def translate(
     no TEXT or --input: a prompt, a translation per line entered (an empty line or Ctrl-D ends)."""
     from seq2seq.checkpoint import load_run
     from seq2seq.decode import DecodeOptions
-    from seq2seq.train import resolve_device
+    from seq2seq.device import resolve_device
 
     views = Views(show_attention, attention_png, layer, head)
     for name, value in (("--layer", layer), ("--head", head)):
@@ -59,6 +60,7 @@ def translate(
         max_len=max_len,
         use_cache=not no_cache,
         batch_size=batch_size,
+        bf16=bf16,
     )
     options.check()
     texts = arguments(text) if text else None

@@ -8,7 +8,7 @@ import typer
 
 from seq2seq import cli_display as display
 from seq2seq.cli_io import one_line, read_lines, write_lines
-from seq2seq.cli_options import BATCH_SIZE, BEAM, DATA_DIR, DEVICE, GREEDY, LENGTH_PENALTY
+from seq2seq.cli_options import BATCH_SIZE, BEAM, BF16, DATA_DIR, DEVICE, GREEDY, LENGTH_PENALTY
 from seq2seq.errors import Seq2SeqError
 
 
@@ -25,6 +25,7 @@ def evaluate(
     output: Path | None = typer.Option(None, "--output", help="Write the hypotheses here."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     device: str = DEVICE,
+    bf16: bool = BF16,
     baseline: Path | None = typer.Option(
         None, "--baseline", help="Another system's translations of the same test set, to test against."
     ),
@@ -36,14 +37,17 @@ def evaluate(
 ):
     """Translate a test set and print BLEU and chrF with their sacreBLEU signatures; with a baseline,
     both systems' scores with 95% confidence intervals and the p-value of their difference."""
-    from seq2seq.checkpoint import load_config, load_run
+    from seq2seq.checkpoint import load_run
     from seq2seq.data import load_pairs
     from seq2seq.decode import DecodeOptions
+    from seq2seq.device import resolve_device
     from seq2seq.evaluate import TESTS, compare
     from seq2seq.evaluate import evaluate as evaluate_pairs
-    from seq2seq.train import resolve_device
+    from seq2seq.train import stored_train_config
 
-    options = DecodeOptions(beam=1 if greedy else beam, length_penalty=length_penalty, batch_size=batch_size)
+    options = DecodeOptions(
+        beam=1 if greedy else beam, length_penalty=length_penalty, batch_size=batch_size, bf16=bf16
+    )
     options.check()
     if (source is None) != (reference is None):
         raise typer.BadParameter("--source and --reference go together", param_hint="--source")
@@ -53,9 +57,9 @@ def evaluate(
             raise Seq2SeqError(f"{source} has {len(sources)} lines but {reference} has {len(references)}")
         pairs, what = list(zip(sources, references, strict=True)), f"{source}"
     else:
-        cfg = load_config(run)["train"]
-        pairs = load_pairs(cfg["corpus"], split, cfg["src"], cfg["tgt"], data_dir)
-        what = f"{cfg['corpus']} {split} {cfg['src']}->{cfg['tgt']}"
+        cfg = stored_train_config(run)
+        pairs = load_pairs(cfg.corpus, split, cfg.src, cfg.tgt, data_dir)
+        what = f"{cfg.corpus} {split} {cfg.src}->{cfg.tgt}"
     if baseline is not None and baseline_run is not None:
         raise typer.BadParameter("give --baseline or --baseline-run, not both", param_hint="--baseline")
     if paired not in TESTS:
@@ -122,8 +126,8 @@ def score(
     """The model's log-probability of given translations: a line `score total mean pieces` per pair
     (score = total / length penalty, the number `translate --nbest` prints for the same output)."""
     from seq2seq.checkpoint import load_run
+    from seq2seq.device import resolve_device
     from seq2seq.forced import score_pairs
-    from seq2seq.train import resolve_device
 
     if batch_size < 1:
         raise typer.BadParameter("must be at least 1", param_hint="--batch-size")

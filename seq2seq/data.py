@@ -104,9 +104,7 @@ def _load_multi30k(split: str, src: str, tgt: str, data_dir: str | Path | None) 
         files = [_download(_multi30k_url(split, lang)) for lang in (src, tgt)]
     else:
         files = [_local_file(Path(data_dir), split, lang) for lang in (src, tgt)]
-    for path in files:
-        _check_utf8(path)
-    src_lines, tgt_lines = (_read_lines(str(f)) for f in files)
+    src_lines, tgt_lines = (_read_lines(f) for f in files)
     if len(src_lines) != len(tgt_lines):
         raise Seq2SeqError(
             f"{files[0]} has {len(src_lines)} lines but {files[1]} has {len(tgt_lines)}; "
@@ -150,29 +148,27 @@ def _local_file(data_dir: Path, split: str, lang: str) -> Path:
     raise Seq2SeqError(f"{data_dir} has no {split}.{lang}[.gz]; found: {found}")
 
 
-def _check_utf8(path: Path) -> None:
-    """Name the file and line of the first undecodable byte (datasets would only say 'failed'),
-    and refuse an empty file, on which datasets fails just as vaguely."""
-    number = 0
+def _read_lines(path: Path) -> list[str]:
+    """Lines of a (possibly gzipped) UTF-8 file, split at line feeds alone (a CR before one dropped).
+    Read here, not by datasets' text loader: that opens files with universal newlines, which breaks
+    a line at a lone carriage return and shifts every later pair against the other side. A bad byte
+    is named by its line; an empty file is refused."""
     try:
         with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
-            for number, raw in enumerate(f, start=1):  # noqa: B007 (read after the loop)
-                raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise Seq2SeqError(f"{path}: line {number} is not valid UTF-8 ({e.reason})") from None
+            data = f.read()
     except (OSError, EOFError) as e:
         raise Seq2SeqError(f"{path}: cannot read ({e})") from None
-    if number == 0:
+    if not data:
         raise Seq2SeqError(f"{path} is empty")
-
-
-def _read_lines(data_file: str) -> list[str]:
-    """Lines of a (possibly gzipped) local text file; splits on newlines only."""
     try:
-        ds = _datasets().load_dataset("text", data_files={"lines": data_file}, split="lines")
-    except Exception as e:  # a failed download or a broken file, in datasets' many exception types
-        raise Seq2SeqError(f"cannot load {data_file} ({first_line(e)})") from None
-    return [line.rstrip("\r") for line in ds["text"]]
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        number = data.count(b"\n", 0, e.start) + 1
+        raise Seq2SeqError(f"{path}: line {number} is not valid UTF-8 ({e.reason})") from None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the newline that ends the last line does not start another one
+    return [line.removesuffix("\r") for line in lines]
 
 
 # --- local files and the hub ------------------------------------------------------------------
@@ -182,8 +178,7 @@ def _load_file(path: Path, src: str, tgt: str) -> list[Pair]:
     if not path.is_file():
         raise Seq2SeqError(f"{path} does not exist or is not a file")
     if path.suffix == ".tsv":
-        _check_utf8(path)
-        return _split_tsv(path, _read_lines(str(path)))
+        return _split_tsv(path, _read_lines(path))
     if path.suffix not in TRANSLATION_FILE_FORMATS:
         raise Seq2SeqError(f"{path}: unknown format; use .tsv, .parquet, .json or .jsonl")
     builder = TRANSLATION_FILE_FORMATS[path.suffix]
@@ -197,9 +192,11 @@ def _load_file(path: Path, src: str, tgt: str) -> list[Pair]:
 def _split_tsv(path: Path, lines: list[str]) -> list[Pair]:
     pairs = []
     for number, line in enumerate(lines, start=1):
-        if "\t" not in line:
-            raise Seq2SeqError(f"{path}: line {number} has no tab between source and target")
-        src_text, tgt_text = line.split("\t", 1)
+        tabs = line.count("\t")
+        if tabs != 1:
+            what = "no tab" if tabs == 0 else f"{tabs} tabs"
+            raise Seq2SeqError(f"{path}: line {number} has {what}; a line is source<TAB>target")
+        src_text, tgt_text = line.split("\t")
         pairs.append((src_text, tgt_text))
     if not pairs:
         raise Seq2SeqError(f"{path} is empty")
@@ -227,7 +224,13 @@ def _translation_pairs(ds, where: str, src: str, tgt: str) -> list[Pair]:
     for lang in (src, tgt):
         if lang not in rows[0]:
             raise Seq2SeqError(f"{where} has no language {lang!r}; languages: {', '.join(rows[0])}")
-    return [(row[src], row[tgt]) for row in rows]
+    pairs = []
+    for number, row in enumerate(rows, start=1):
+        texts = (row.get(src), row.get(tgt)) if isinstance(row, dict) else (None, None)
+        if not all(isinstance(t, str) for t in texts):
+            raise Seq2SeqError(f"{where}: row {number} has no {src!r} and {tgt!r} text (found {row!r})")
+        pairs.append(texts)
+    return pairs
 
 
 def _datasets():

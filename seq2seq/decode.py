@@ -12,6 +12,7 @@ from torch import Tensor
 
 from seq2seq.batch import BOS_ID, EOS_ID, PAD_ID, pad
 from seq2seq.cache import is_identity
+from seq2seq.device import use_bf16
 from seq2seq.errors import Seq2SeqError
 
 
@@ -26,6 +27,7 @@ class DecodeOptions:
     max_len_b: int = 10
     use_cache: bool = True
     batch_size: int = 64
+    bf16: bool = False  # bf16 autocast, where the device runs it natively (the rule training uses)
 
     def check(self) -> None:
         """Reject impossible settings with a message a user can act on."""
@@ -72,13 +74,18 @@ def translate(model, tokenizer, lines: list[str], options: DecodeOptions) -> Tra
     for start in range(0, len(todo), options.batch_size):
         chunk = todo[start : start + options.batch_size]
         src = pad([ids[i] for i in chunk]).to(device)
-        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
+        with precision(device, options):
             hyps = search(model, src, options)
         for i, sentence_hyps in zip(chunk, hyps, strict=True):
             texts = tokenizer.decode([h.tokens for h in sentence_hyps])
             nbest[i] = [(text, h.score) for text, h in zip(texts, sentence_hyps, strict=True)]
             tokens[i] = sentence_hyps[0].tokens
     return Translations(nbest, tokens, truncated)
+
+
+def precision(device: torch.device, options: DecodeOptions) -> torch.autocast:
+    """One rule on every device: fp32, unless bf16 is asked for and the device computes it natively."""
+    return torch.autocast(device.type, torch.bfloat16, enabled=use_bf16(device, options.bf16))
 
 
 def source_ids(model, tokenizer, lines: list[str]) -> tuple[list[list[int]], int]:

@@ -59,14 +59,18 @@ def train_tokenizer(
     vocab_size: int = 8000,
     model_type: str = "unigram",
     seed_sentences: int = 2_000_000,
+    seed: int = 1,
 ) -> Tokenizer:
     """Train on `texts` (both languages) and write the model atomically to `path`.
 
     The vocabulary size is a ceiling: on a corpus too small for it SentencePiece stops earlier
-    instead of failing, and `vocab_size` of the result says what was reached.
+    instead of failing, and `vocab_size` of the result says what was reached. Above
+    `seed_sentences` SentencePiece trains on a random sample, drawn from `seed`, so the same seed
+    gives the same tokenizer.
     """
     path = Path(path)
     model = io.BytesIO()
+    spm.set_random_generator_seed(seed)
     try:
         spm.SentencePieceTrainer.Train(
             sentence_iterator=(t for t in texts if t.strip()),

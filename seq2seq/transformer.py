@@ -254,7 +254,8 @@ class Transformer(nn.Module):
         ]
         B, _S, D = memory.shape
         shape = (len(self.decoder), 2, B, self.cfg.n_heads, max_len, D // self.cfg.n_heads)
-        return DecoderCache(cross_kv, src_mask, memory.new_zeros(shape))
+        dtype = cross_kv[0][0].dtype  # the compute dtype: bf16 under autocast, not the fp32 of `memory`
+        return DecoderCache(cross_kv, src_mask, memory.new_zeros(shape, dtype=dtype))
 
     def decode_step(
         self, tokens: Tensor, cache: DecoderCache | PrefixCache, record: AttentionRecord | None = None

@@ -84,6 +84,8 @@ def test_training_state_round_trip(tmp_path):
         (lambda run: (run / "config.json").unlink(), "config.json is missing"),
         (lambda run: (run / "config.json").write_text("{not json"), "not a valid run config"),
         (lambda run: (run / "config.json").write_text('{"model": {"d_model": 3}}'), "not a valid run config"),
+        (lambda run: (run / "config.json").write_text("[1, 2]"), "no 'model' section"),
+        (lambda run: (run / "config.json").write_text('{"train": {}}'), "no 'model' section"),
         (lambda run: (run / ckpt.BEST).unlink(), "model.safetensors is missing"),
         (
             lambda run: (run / ckpt.BEST).write_bytes((run / ckpt.BEST).read_bytes()[:1000]),
@@ -151,7 +153,7 @@ def test_failed_write_leaves_previous_checkpoint_intact(run_dir, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(ckpt, "save_file", explode)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(Seq2SeqError, match=r"save .*safetensors \(disk full\); the previous"):
         ckpt.save_weights(tiny_model(seed=3, vocab_size=60), run_dir / ckpt.BEST)
     assert (run_dir / ckpt.BEST).read_bytes() == before
     assert sorted(p.name for p in run_dir.iterdir()) == [
@@ -159,3 +161,22 @@ def test_failed_write_leaves_previous_checkpoint_intact(run_dir, monkeypatch):
         "model.safetensors",
         "tokenizer.model",
     ]
+
+
+@pytest.mark.parametrize(
+    "train,message",
+    [(None, "has no 'train' section"), ({"lr": 0.1, "colour": "blue"}, "does not know: colour")],
+)
+def test_a_train_section_missing_or_foreign_is_one_line(run_dir, train, message, capsys, monkeypatch):
+    from seq2seq.train import stored_train_config
+    from tests.cli_helpers import run_cli
+
+    sections = json.loads((run_dir / "config.json").read_text())
+    sections.pop("train")
+    if train is not None:
+        sections["train"] = train
+    (run_dir / "config.json").write_text(json.dumps(sections))
+    with pytest.raises(Seq2SeqError, match=message):
+        stored_train_config(run_dir)
+    result = run_cli(["evaluate", "--run", run_dir], capsys, monkeypatch)
+    assert result.code == 2 and message in result.err and len(result.err.splitlines()) == 1

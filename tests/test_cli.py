@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tests.cli_helpers import run_cli, run_process
-from tests.conftest import write_multi30k
+from tests.conftest import EN, tiny_model, write_multi30k, write_run
 
 TRAIN = [
     "train",
@@ -78,6 +78,23 @@ def test_train_again_resumes(trained, tmp_path):
     assert steps[0] == 4 and steps[-1] == 6 and steps == sorted(steps)
 
 
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (["--lr", "0.5"], "was started with --lr 0.001; a resumed run keeps it"),
+        (["--preset", "small"], "holds another model than --preset describe"),
+        (["--arch", "rnn"], "holds another model than --arch describe"),
+        (["--vocab-size", "99"], "was started with --vocab-size 60"),
+    ],
+)
+def test_a_resumed_run_refuses_options_it_cannot_honour(trained, cli, change, message):
+    data, run, _ = trained
+    before = (run / "last.safetensors").read_bytes()
+    result = cli(*TRAIN, "--data-dir", data, "--run", run, *change)
+    assert result.code == 2 and message in result.err and len(result.err.splitlines()) == 1
+    assert (run / "last.safetensors").read_bytes() == before
+
+
 def test_translate_from_arguments_stdin_and_file(trained, cli, tmp_path):
     _, run, _ = trained
     result = cli("translate", "--run", run, "a dog runs", "the cat sleeps")
@@ -100,11 +117,16 @@ def test_translate_nbest_format(trained, cli):
     assert [line.split(" ||| ")[0] for line in lines] == ["0"] * 3 + ["1"] * 3
 
 
-def test_translate_cache_and_no_cache_agree(trained, cli):
-    _, run, _ = trained
-    cached = cli("translate", "--run", run, "a girl plays", "two men sit")
-    uncached = cli("translate", "--run", run, "--no-cache", "a girl plays", "two men sit")
-    assert cached.out == uncached.out
+def test_translate_cache_and_no_cache_agree(cli, tmp_path):
+    """Texts and scores (4 decimals) of every hypothesis: a cache that drifted would move the
+    scores even where the argmax holds."""
+    run = write_run(tmp_path / "run", lambda v: tiny_model(vocab_size=v, seed=6))
+    for beam in ("1", "4"):
+        args = ["translate", "--run", run, *(["--greedy"] if beam == "1" else ["--nbest", beam]), *EN]
+        cached, uncached = cli(*args), cli(*args, "--no-cache")
+        assert cached.code == 0 and cached.out == uncached.out
+    scores = [line.rsplit(" ||| ", 1)[1] for line in cached.out.splitlines()]
+    assert len(set(scores)) > len(EN)  # scores differ from hypothesis to hypothesis
 
 
 def test_evaluate_json_and_table(trained, cli, tmp_path):

@@ -32,6 +32,20 @@ def test_empty_lines_and_odd_characters_keep_alignment(tmp_path):
     ]
 
 
+@pytest.mark.parametrize("gz", [True, False])
+def test_a_lone_carriage_return_stays_inside_its_line(tmp_path, gz):
+    en = b"a\rstill a\r\nb\n"  # CRLF ends a line; a CR alone does not
+    if gz:
+        with gzip.open(tmp_path / "val.en.gz", "wb") as f:
+            f.write(en)
+    else:
+        (tmp_path / "val.en").write_bytes(en)
+    (tmp_path / "val.fr").write_bytes(b"A\nB")
+    assert load_pairs("multi30k", "val", "en", "fr", tmp_path) == [("a\rstill a", "A"), ("b", "B")]
+    (tmp_path / "train.tsv").write_bytes(b"x\ry\tX\r\nz\tZ\n")
+    assert load_pairs(str(tmp_path / "{split}.tsv"), "train", "en", "fr") == [("x\ry", "X"), ("z", "Z")]
+
+
 def test_misaligned_sides_name_both_files_and_counts(tmp_path):
     (tmp_path / "val.en").write_text("a\nb\nc\n")
     (tmp_path / "val.fr").write_text("A\nB\n")
@@ -72,6 +86,9 @@ def test_tsv(tmp_path):
     (tmp_path / "val.tsv").write_text("ok\tok\nno tab here\n")
     with pytest.raises(Seq2SeqError, match=r"val\.tsv: line 2 has no tab"):
         load_pairs(str(tmp_path / "{split}.tsv"), "val", "en", "fr")
+    (tmp_path / "test.tsv").write_text("ok\tok\nsource\ttarget\textra column\n")
+    with pytest.raises(Seq2SeqError, match=r"test\.tsv: line 2 has 2 tabs; a line is source<TAB>target"):
+        load_pairs(str(tmp_path / "{split}.tsv"), "test", "en", "fr")
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
@@ -86,6 +103,11 @@ def test_translation_column_dataset_through_datasets(tmp_path, fmt):
     assert load_pairs(pattern, "train", "en", "fr") == [("a dog", "un chien"), ("a cat", "un chat")]
     with pytest.raises(Seq2SeqError, match="no language 'de'; languages: en, fr"):
         load_pairs(pattern, "train", "en", "de")
+    rows["translation"].append({"en": "a bird", "fr": None})
+    ds = datasets.Dataset.from_dict(rows)
+    ds.to_parquet(path) if fmt == "parquet" else ds.to_json(path)
+    with pytest.raises(Seq2SeqError, match="row 3 has no 'en' and 'fr' text"):
+        load_pairs(pattern, "train", "en", "fr")
 
 
 def test_unreachable_hub_dataset_is_a_clean_error(monkeypatch):

@@ -1,4 +1,5 @@
 import itertools
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -12,9 +13,10 @@ from seq2seq.decode import (
     pad,
     penalty,
     search,
+    translate,
 )
 from seq2seq.errors import Seq2SeqError
-from tests.conftest import tiny_model
+from tests.conftest import EN, caption_tokenizer, tiny_model
 
 SOURCES = [[5, 9, 12, 3], [7, 3], [11, 4, 6, 8, 20, 3], [30, 31, 3]]
 
@@ -57,11 +59,55 @@ def test_beam_one_equals_greedy(seed, alpha):
 @pytest.mark.parametrize("beam", [1, 4])
 def test_batched_equals_one_by_one(beam):
     model = tiny_model(seed=4)
-    options = DecodeOptions(beam=beam, nbest=beam, max_len=10)
+    options = DecodeOptions(beam=beam, nbest=beam)  # each source its own length limit
     batched = search(model, sources(), options)
     for i, src in enumerate(SOURCES):
         alone = search(model, pad([src]), options)[0]
         assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
+        assert [h.score for h in alone] == pytest.approx([h.score for h in batched[i]], abs=1e-5)
+    assert len({len(h[0].tokens) for h in batched}) > 1  # the limits differ, so lengths do
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_translate_in_batches_equals_one_line_at_a_time(beam, tmp_path):
+    tokenizer = caption_tokenizer(tmp_path / "tokenizer.model")
+    model = tiny_model(vocab_size=tokenizer.vocab_size, seed=4)
+    lines = [*EN, "", "two men sit on the red car 12 and the sun sets"]
+    options = DecodeOptions(beam=beam, nbest=beam, batch_size=3)
+    together = translate(model, tokenizer, lines, options)
+    for i, line in enumerate(lines):
+        alone = translate(model, tokenizer, [line], options).nbest[0]
+        assert [t for t, _ in alone] == [t for t, _ in together.nbest[i]]
+        assert [s for _, s in alone] == pytest.approx([s for _, s in together.nbest[i]], abs=1e-5)
+    assert len(set(together.best)) > len(lines) // 2  # varied output: the comparison means something
+
+
+def test_the_self_attention_cache_is_kept_in_the_compute_dtype():
+    model = tiny_model()
+    for autocast, dtype in ((True, torch.bfloat16), (False, torch.float32)):
+        with torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+            cache = model.init_cache(*model.encode(sources()), max_len=8)
+        assert cache.self_kv.dtype == dtype
+
+
+@pytest.mark.parametrize("asked", [True, False])
+def test_decoding_precision_follows_one_rule_on_every_device(asked, monkeypatch):
+    """bf16 exactly when asked for and native (pretended here), whatever the device type."""
+    import seq2seq.decode as decode
+
+    monkeypatch.setattr(decode, "use_bf16", lambda device, wanted: wanted)
+    model, dtypes = tiny_model(), []
+    init_cache = model.init_cache
+
+    def recorded(*args, **kwargs):
+        cache = init_cache(*args, **kwargs)
+        dtypes.append(cache.self_kv.dtype)
+        return cache
+
+    model.init_cache = recorded
+    tokenizer = SimpleNamespace(encode=lambda lines: [[5, 6]] * len(lines), decode=lambda i: ["x"] * len(i))
+    decode.translate(model, tokenizer, ["a"], DecodeOptions(beam=1, max_len=3, bf16=asked))
+    assert dtypes == [torch.bfloat16 if asked else torch.float32]
 
 
 def test_extra_source_padding_changes_nothing():

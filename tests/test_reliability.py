@@ -193,8 +193,8 @@ def test_non_finite_loss_stops_and_keeps_last_checkpoint(tmp_path, monkeypatch):
     assert (tmp_path / "run" / ckpt.LAST).read_bytes() == before
 
 
-def start_training(data, run, max_steps=100000):
-    args = [*TRAIN[:3], "--max-steps", str(max_steps), *TRAIN[5:], "--data-dir", data, "--run", run]
+def start_training(data, run, max_steps=100000, *more):
+    args = [*TRAIN[:3], "--max-steps", str(max_steps), *TRAIN[5:], *more, "--data-dir", data, "--run", run]
     return subprocess.Popen(
         [sys.executable, "-m", "seq2seq", *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
@@ -209,25 +209,30 @@ def assert_loadable(run):
     return 0
 
 
-def wait_for(path, seconds=120):
+def wait_for(path, seconds=120, newer_than=-1):
+    """Until `path` exists with a modification time after `newer_than` (ns)."""
     deadline = time.monotonic() + seconds
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    while time.monotonic() < deadline:
+        if path.exists() and path.stat().st_mtime_ns > newer_than:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} was not written within {seconds} s")
 
 
 def test_sigkill_at_random_moments_never_corrupts_the_run(tmp_path):
-    """Each run is killed at a random moment after its first checkpoint, so kills land anywhere:
-    mid-step, mid-validation, mid-write."""
+    """Each run saves after every step and is killed at a random moment after it has written a
+    checkpoint of its own (not during start-up), so kills land mid-step, mid-validation, mid-write."""
     data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
     run, rng, steps = tmp_path / "run", random.Random(7), []
     for _ in range(3):
-        proc = start_training(data, run)
-        wait_for(run / ckpt.LAST)
-        time.sleep(rng.uniform(0.0, 2.0))
+        before = (run / ckpt.LAST).stat().st_mtime_ns if (run / ckpt.LAST).exists() else -1
+        proc = start_training(data, run, 100000, "--save-every-minutes", "0")
+        wait_for(run / ckpt.LAST, newer_than=before)
+        time.sleep(rng.uniform(0.0, 1.0))
         proc.kill()
         proc.wait()
         steps.append(assert_loadable(run))
-    assert steps == sorted(steps) and steps[0] > 0, steps
+    assert steps == sorted(steps) and steps[0] > 0 and len(set(steps)) == 3, steps  # each one trained
     result = run_process(
         [*TRAIN[:3], "--max-steps", str(steps[-1] + 3), *TRAIN[5:], "--data-dir", data, "--run", run]
     )
@@ -249,3 +254,28 @@ def test_sigint_and_sigterm_save_the_current_step(tmp_path, signum):
     assert "stopped (interrupted)" in out.decode()
     rows = [json.loads(line) for line in (run / ckpt.METRICS).read_text().splitlines()]
     assert assert_loadable(run) == rows[-1]["step"] > 0
+
+
+@pytest.mark.parametrize(
+    "stop,message",
+    [("max minutes", "budget was spent before a step could run"), ("interrupted", "before a step could run")],
+)
+def test_a_run_stopped_before_its_first_step_is_not_called_complete(stop, message, capsys, tmp_path):
+    from seq2seq.cli_display import training_done
+
+    training_done(tmp_path, {"step": 0, "stop": stop})
+    said = capsys.readouterr().out
+    assert message in said and "complete" not in said
+
+
+def test_out_of_gpu_memory_is_a_one_line_hint(run, cli, monkeypatch):
+    """The CUDA path's error, raised where a GPU would raise it (no GPU needed to test the answer)."""
+    import seq2seq.decode as decode
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(decode, "search", out_of_memory)
+    result = cli("translate", "--run", run, "a dog runs")
+    assert result.code == 2 and "out of GPU memory: lower --max-tokens (train) or --batch-size" in result.err
+    assert len(result.err.splitlines()) == 1

@@ -40,3 +40,15 @@ def test_missing_or_broken_model_is_a_clean_error(tmp_path):
     (tmp_path / "bad.model").write_bytes(b"not a model")
     with pytest.raises(Seq2SeqError, match="is not a SentencePiece model"):
         Tokenizer(tmp_path / "bad.model")
+
+
+def test_a_corpus_above_the_sample_size_gives_the_same_tokenizer_each_time(tmp_path):
+    """SentencePiece trains on a sample above `seed_sentences`; the sample is drawn from the seed
+    (SentencePiece 0.2 draws it from a fixed seed of its own too), so a rerun matches."""
+    import random
+
+    rng = random.Random(0)
+    texts = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(12)) for _ in range(3000)]
+    for name in ("first", "again"):
+        train_tokenizer(texts, tmp_path / name, 200, seed_sentences=101, seed=7)
+    assert (tmp_path / "first").read_bytes() == (tmp_path / "again").read_bytes()

@@ -1,14 +1,20 @@
+import importlib
+import json
 import random
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file
 
+from seq2seq import loop as loop_module
 from seq2seq.checkpoint import BEST, CURVES, LAST, load_run, read_metrics
 from seq2seq.decode import DecodeOptions, translate
+from seq2seq.loop import Loop, lr_schedule
 from seq2seq.rnn import RNNConfig
-from seq2seq.train import TrainConfig, lr_schedule, train
+from seq2seq.train import TrainConfig, train
 from seq2seq.transformer import TransformerConfig
 
 REVERSE_MODEL = TransformerConfig(
@@ -91,12 +97,128 @@ def test_resumed_training_equals_uninterrupted(tmp_path, model_cfg):
     assert first["step"] == 5 and first["stop"] == "max steps"
     second = train(tmp_path / "resumed", replace(config, max_steps=12), model_cfg)
     assert second["step"] == 12
-    a, b = load_file(tmp_path / "straight" / LAST), load_file(tmp_path / "resumed" / LAST)
+    assert_same_training_state(tmp_path / "straight", tmp_path / "resumed")
+    steps = [row["step"] for row in read_metrics(tmp_path / "resumed")]
+    assert steps[0] == 5 and steps[-1] == 12 and (tmp_path / "resumed" / BEST).is_file()
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs, no handler, no save."""
+
+
+def kill_at(steps: list, step: int):
+    """A should_stop that 'kills' the process once `step` steps were taken."""
+
+    def should_stop():
+        if len(steps) >= step:
+            raise Killed
+        return False
+
+    return should_stop
+
+
+def test_a_kill_between_validations_loses_at_most_the_save_interval(tmp_path, monkeypatch):
+    corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)
+    config = TrainConfig(
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=5, device="cpu", bf16=False
+    )
+    model_cfg = replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.1)
+    train(tmp_path / "straight", replace(config, max_steps=12), model_cfg)
+    steps = []
+    monkeypatch.setattr(Loop, "_train_step", record_steps(Loop._train_step, steps))
+    every_step = replace(config, max_steps=12, save_every_minutes=0)
+    with pytest.raises(Killed):  # 6 batches an epoch: killed after step 8, mid-epoch
+        train(tmp_path / "killed", every_step, model_cfg, None, None, kill_at(steps, 8))
+    assert [row["step"] for row in read_metrics(tmp_path / "killed")] == [6]
+    assert trainer_state(tmp_path / "killed")["step"] == 8  # not 6, the last validation
+    monkeypatch.undo()
+    again = train(tmp_path / "killed", replace(config, max_steps=12), model_cfg)
+    assert again["step"] == 12
+    assert_same_training_state(tmp_path / "straight", tmp_path / "killed")
+
+
+def test_an_interrupt_saves_before_it_validates(tmp_path, monkeypatch):
+    corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)
+    config = TrainConfig(corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, device="cpu")
+    steps = []
+    monkeypatch.setattr(Loop, "_train_step", record_steps(Loop._train_step, steps))
+    monkeypatch.setattr(Loop, "_validate", lambda *args: (_ for _ in ()).throw(Killed()))  # SIGKILL there
+    stop_after_3 = lambda: len(steps) >= 3  # noqa: E731 (Ctrl-C or SIGTERM after step 3)
+    with pytest.raises(Killed):
+        train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64), None, None, stop_after_3)
+    state = trainer_state(tmp_path / "run")
+    assert state["step"] == 3 and state["batch"] == 3
+
+
+def trainer_state(run) -> dict:
+    with safe_open(run / LAST, "pt") as f:
+        return json.loads(f.metadata()["trainer_state"])
+
+
+def test_a_kill_between_the_best_weights_and_the_training_state_keeps_the_best(tmp_path, monkeypatch):
+    corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)
+    config = TrainConfig(  # lr 0: every validation scores the same, so none may count as better
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, lr=0.0, device="cpu"
+    )
+    small = replace(REVERSE_MODEL, d_model=32, d_ff=64)
+    save = Loop.save
+
+    def killed_after_the_best(self, state):  # the first save after an improvement: SIGKILL
+        if state["best_bleu"] > -1:
+            raise Killed
+        save(self, state)
+
+    monkeypatch.setattr(Loop, "save", killed_after_the_best)
+    with pytest.raises(Killed):  # every step saved until the validation at step 6 improves
+        train(tmp_path / "run", replace(config, max_steps=12, save_every_minutes=0), small)
+    monkeypatch.undo()
+    assert trainer_state(tmp_path / "run")["best_bleu"] == -1  # the stale copy
+    train(tmp_path / "run", replace(config, max_steps=12), small)
+    rows = read_metrics(tmp_path / "run")
+    assert [(r["step"], r["best"]) for r in rows] == [(12, False)]
+
+
+def test_a_time_budget_pays_for_the_final_validation_from_the_first_run_on(tmp_path, monkeypatch):
+    """On a clock that moves only when the test says (a step 1 s, a validation sentence 0.25 s),
+    an 8-second budget ends with the final validation inside it, before any validation was timed."""
+    clock = SimpleNamespace(now=0.0)
+    fake_time = SimpleNamespace(monotonic=lambda: clock.now, perf_counter=lambda: clock.now)
+    monkeypatch.setattr(loop_module, "time", fake_time)
+    monkeypatch.setattr(importlib.import_module("seq2seq.train"), "time", fake_time)
+    step, evaluate = Loop._train_step, loop_module.evaluate
+
+    def timed_step(self, batch, number):
+        clock.now += 1.0
+        return step(self, batch, number)
+
+    def timed_evaluate(model, tokenizer, pairs, options):
+        clock.now += 0.25 * len(pairs)
+        return evaluate(model, tokenizer, pairs, options)
+
+    monkeypatch.setattr(Loop, "_train_step", timed_step)
+    monkeypatch.setattr(loop_module, "evaluate", timed_evaluate)
+    corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)  # 6 steps an epoch
+    config = TrainConfig(
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, max_minutes=8 / 60, device="cpu"
+    )
+    final = train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
+    assert final["stop"] == "max minutes" and 1 <= final["step"] < 6
+    assert final["elapsed_s"] <= 8.0
+
+
+def assert_same_training_state(run_a, run_b) -> None:
+    a, b = load_file(run_a / LAST), load_file(run_b / LAST)
     for name in a:
         if name.startswith(("model.", "optim.")):
             assert torch.equal(a[name], b[name]), name
-    steps = [row["step"] for row in read_metrics(tmp_path / "resumed")]
-    assert steps[0] == 5 and steps[-1] == 12 and (tmp_path / "resumed" / BEST).is_file()
+
+
+def record_steps(train_step, steps: list):
+    def recorded(self, batch, step):
+        steps.append(step)
+        return train_step(self, batch, step)
+
+    return recorded
 
 
 def test_rerun_of_a_finished_run_trains_no_further(tmp_path):
@@ -108,6 +230,19 @@ def test_rerun_of_a_finished_run_trains_no_further(tmp_path):
     train(tmp_path / "run", config, small)
     again = train(tmp_path / "run", config, small)
     assert again["stop"] == "max steps" and again["step"] == 3
+
+
+def test_rerun_of_a_run_that_stopped_early_trains_no_further(tmp_path):
+    corpus = write_reversal_task(tmp_path / "data", n_train=100, n_val=5)
+    config = TrainConfig(  # lr 0: no validation after the first improves, so patience 1 ends it
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, lr=0.0, patience=1, device="cpu"
+    )
+    small = replace(REVERSE_MODEL, d_model=32, d_ff=64)
+    first = train(tmp_path / "run", config, small)
+    assert first["stop"] == "early stop" and len(read_metrics(tmp_path / "run")) == 2
+    again = train(tmp_path / "run", config, small)
+    assert again == {"step": first["step"], "stop": "early stop"}
+    assert len(read_metrics(tmp_path / "run")) == 2
 
 
 def test_each_validation_redraws_the_learning_curves(tmp_path):

@@ -1,0 +1,27 @@
+"""Where training and decoding run, and in which precision."""
+
+import torch
+
+from seq2seq.errors import Seq2SeqError
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise Seq2SeqError("--device cuda was asked for, but PyTorch sees no CUDA device")
+    if name not in ("cpu", "cuda"):
+        raise Seq2SeqError(f"unknown device {name!r}; use auto, cpu or cuda")
+    return torch.device(name)
+
+
+def use_bf16(device: torch.device, wanted: bool) -> bool:
+    """bf16 autocast only where it is a speed-up: on CUDA, or on CPUs with native bf16 math."""
+    if not wanted:
+        return False
+    if device.type == "cuda":
+        return True
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False

@@ -1,0 +1,44 @@
+"""One writer per run directory: `train` and `tokenize` hold an exclusive lock on `<run>/.lock` while
+they write. The operating system drops the lock when its holder dies, even by kill -9, so a lock is
+never stale. Readers (`translate`, `evaluate`, `score`, `export`) take no lock: every file they
+read is replaced whole, by rename."""
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from seq2seq.errors import Seq2SeqError
+
+LOCK = ".lock"
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold the run directory's lock (creating the directory), or fail at once naming the holder.
+    Also where a directory we cannot write is found: before any corpus is read or tokenizer trained."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; one writer stays the user's care there
+        yield
+        return
+    run_dir = Path(run_dir)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise Seq2SeqError(f"cannot write in {run_dir}: {e.strerror}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise Seq2SeqError(
+                f"{run_dir} is being written by another seq2seq (pid {holder}); "
+                "wait for it to finish or use another --run"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

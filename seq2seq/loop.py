@@ -1,0 +1,203 @@
+"""The training loop: steps, validation (loss and greedy BLEU), checkpoints and the stop rules."""
+
+import math
+import time
+
+import torch
+import torch.nn.functional as F
+
+from seq2seq import checkpoint as ckpt
+from seq2seq import plots
+from seq2seq.batch import PAD_ID, Batch, collate, token_batches
+from seq2seq.decode import DecodeOptions
+from seq2seq.device import use_bf16
+from seq2seq.errors import Seq2SeqError
+from seq2seq.evaluate import evaluate
+
+
+class Reporter:
+    """What training tells the outside world; the CLI draws it with rich, tests ignore it."""
+
+    def start(self, info: dict) -> None: ...
+    def epoch(self, epoch: int, n_batches: int, done: int) -> None: ...
+    def step(self, step: int, loss: float, lr: float, tokens_per_s: float) -> None: ...
+    def validated(self, row: dict) -> None: ...
+
+
+def lr_schedule(step: int, peak: float, warmup: int) -> float:
+    """Linear warmup to `peak`, then decay with 1/sqrt(step) (Vaswani et al. 2017)."""
+    step = max(step, 1)
+    return peak * min(step / warmup, math.sqrt(warmup / step))
+
+
+class Loop:
+    """The epoch/step loop with its validation and checkpoint points."""
+
+    def __init__(self, run_dir, config, model, optimizer, tokenizer, train_pairs, val_pairs, device):
+        self.run_dir, self.config, self.model, self.optimizer = run_dir, config, model, optimizer
+        self.tokenizer, self.val_pairs, self.device = tokenizer, val_pairs, device
+        self.src_ids = tokenizer.encode([s for s, _ in train_pairs])
+        self.tgt_ids = tokenizer.encode([t for _, t in train_pairs])
+        self.lengths = lengths(self.src_ids, self.tgt_ids)
+        self.val_src = tokenizer.encode([s for s, _ in val_pairs])
+        self.val_tgt = tokenizer.encode([t for _, t in val_pairs])
+        self.max_len = model.cfg.max_positions
+        self.autocast = torch.autocast(device.type, torch.bfloat16, enabled=use_bf16(device, config.bf16))
+
+    def run(self, state: dict, reporter: Reporter, should_stop, start_time: float) -> dict:
+        cfg, row = self.config, None
+        losses, tokens, train_seconds = [], 0, 0.0
+        validation_seconds = self._validation_estimate(state) if cfg.max_minutes else 0.0
+        saved, stop, step_seconds = time.monotonic(), None, 0.0
+        while stop is None and (cfg.epochs is None or state["epoch"] < cfg.epochs):
+            batches = token_batches(self.lengths, cfg.max_tokens, cfg.seed, state["epoch"])
+            reporter.epoch(state["epoch"], len(batches), state["batch"])
+            while state["batch"] < len(batches):
+                stop = self._stop_reason(state, start_time, step_seconds + validation_seconds, should_stop)
+                if stop:
+                    break
+                tick = time.perf_counter()
+                batch = self._batch(batches[state["batch"]], self.src_ids, self.tgt_ids)
+                loss = self._train_step(batch, state["step"] + 1)
+                state["step"], state["batch"] = state["step"] + 1, state["batch"] + 1
+                losses.append(loss)
+                tokens += batch.n_tokens
+                step_seconds = time.perf_counter() - tick
+                train_seconds += step_seconds
+                lr = self.optimizer.param_groups[0]["lr"]
+                reporter.step(state["step"], loss, lr, tokens / train_seconds)
+                if time.monotonic() - saved >= cfg.save_every_minutes * 60:
+                    self.save(state)  # a kill loses at most this interval, not a whole epoch
+                    saved = time.monotonic()
+            if stop is None:
+                state["epoch"], state["batch"] = state["epoch"] + 1, 0
+            if not losses:
+                continue  # nothing trained since the last validation (e.g. a finished run rerun)
+            if stop == "interrupted":
+                self.save(state)  # before validating: a scheduler's grace period may not last that long
+            tick = time.perf_counter()
+            row = self._validate(state, losses, tokens / max(train_seconds, 1e-9), start_time)
+            validation_seconds = state["validation_seconds"] = time.perf_counter() - tick
+            reporter.validated(row)
+            losses, tokens, train_seconds = [], 0, 0.0
+            if state["bad_validations"] >= cfg.patience:
+                stop = "early stop"
+        return {**(row or {"step": state["step"]}), "stop": stop or "epochs"}
+
+    def _validation_estimate(self, state: dict) -> float:
+        """What the final validation will cost, so a time budget leaves room for it: the last one
+        measured (kept in the training state), or before any, the first 16 validation sentences
+        decoded and scaled to all (an untrained model decodes to the length limit: this errs long)."""
+        if state.get("validation_seconds"):
+            return state["validation_seconds"]
+        sample = self.val_pairs[:16]
+        if not sample:
+            return 0.0
+        self.model.eval()
+        tick = time.perf_counter()
+        evaluate(self.model, self.tokenizer, sample, DecodeOptions(beam=1, bf16=self.config.bf16))
+        return (time.perf_counter() - tick) * len(self.val_pairs) / len(sample)
+
+    def _stop_reason(self, state, start_time, still_to_pay: float, should_stop) -> str | None:
+        """Why to stop before the next step, if at all; the time budget must also cover that step
+        and the final validation (`still_to_pay` seconds)."""
+        cfg = self.config
+        if should_stop():
+            return "interrupted"
+        if cfg.max_steps is not None and state["step"] >= cfg.max_steps:
+            return "max steps"
+        if state["bad_validations"] >= cfg.patience:  # a rerun of a run that stopped early
+            return "early stop"
+        elapsed = time.monotonic() - start_time + still_to_pay
+        if cfg.max_minutes is not None and elapsed >= cfg.max_minutes * 60:
+            return "max minutes"
+        return None
+
+    def _batch(self, indices: list[int], src_ids: list[list[int]], tgt_ids: list[list[int]]) -> Batch:
+        src = [src_ids[i] for i in indices]
+        tgt = [tgt_ids[i] for i in indices]
+        return collate(src, tgt, self.max_len).to(self.device)
+
+    def _train_step(self, batch: Batch, step: int) -> float:
+        cfg = self.config
+        self.model.train()
+        lr = lr_schedule(step, cfg.lr, cfg.warmup)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        with self.autocast:
+            loss = self._loss(batch, cfg.label_smoothing)
+        loss = loss / batch.n_tokens
+        value = loss.item()
+        if not math.isfinite(value):
+            raise Seq2SeqError(
+                f"the training loss became {value} at step {step}; stopped without saving, "
+                f"the last good checkpoint in {self.run_dir} is kept (try a lower --lr)"
+            )
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+        self.optimizer.step()
+        return value
+
+    def _loss(self, batch: Batch, label_smoothing: float) -> torch.Tensor:
+        """Cross-entropy summed over real target tokens (padding ignored)."""
+        logits = self.model(batch.src, batch.tgt_in)  # (B, T, V)
+        return F.cross_entropy(
+            logits.float().flatten(0, 1),
+            batch.tgt_out.flatten(),
+            ignore_index=PAD_ID,
+            label_smoothing=label_smoothing,
+            reduction="sum",
+        )
+
+    @torch.no_grad()
+    def val_loss(self) -> float:
+        """Mean per-token cross-entropy on the validation set (no label smoothing)."""
+        self.model.eval()
+        src, tgt = self.val_src, self.val_tgt
+        total, count = 0.0, 0
+        for indices in token_batches(lengths(src, tgt), self.config.max_tokens, seed=0, epoch=0):
+            batch = self._batch(indices, src, tgt)
+            with self.autocast:
+                total += self._loss(batch, label_smoothing=0.0).item()
+            count += batch.n_tokens
+        return total / max(count, 1)
+
+    def _validate(self, state: dict, losses: list[float], tokens_per_s: float, start_time) -> dict:
+        val_loss = self.val_loss()
+        result = evaluate(
+            self.model, self.tokenizer, self.val_pairs, DecodeOptions(beam=1, bf16=self.config.bf16)
+        )
+        bleu = result.scores.bleu
+        improved = bleu > state["best_bleu"]
+        state["bad_validations"] = 0 if improved else state["bad_validations"] + 1
+        if improved:
+            state["best_bleu"] = bleu
+            ckpt.save_weights(self.model, self.run_dir / ckpt.BEST, val_bleu=bleu)
+        row = {
+            "step": state["step"],
+            "epoch": state["epoch"],  # epochs completed
+            "batch": state["batch"],  # batches into the next one (non-zero when stopped mid-epoch)
+            "train_loss": sum(losses) / len(losses) if losses else None,
+            "val_loss": val_loss,
+            "val_bleu": bleu,
+            "val_chrf": result.scores.chrf,
+            "best": improved,
+            "lr": self.optimizer.param_groups[0]["lr"],
+            "tokens_per_s": tokens_per_s,
+            "elapsed_s": time.monotonic() - start_time,
+        }
+        self.save(state)
+        ckpt.append_metrics(self.run_dir, row)
+        if plots.available():
+            plots.learning_curves(ckpt.read_metrics(self.run_dir), self.run_dir / ckpt.CURVES)
+        return row
+
+    def save(self, state: dict) -> None:
+        """The training state to resume from at exactly the next batch."""
+        ckpt.save_training_state(self.run_dir / ckpt.LAST, self.model, self.optimizer, state)
+
+
+def lengths(src_ids: list[list[int]], tgt_ids: list[list[int]]) -> list[int]:
+    """Batching length of each pair: its longer side plus EOS (or BOS)."""
+    return [max(len(s), len(t)) + 1 for s, t in zip(src_ids, tgt_ids, strict=True)]
