@@ -51,12 +51,12 @@ def tokenize(
         raise Seq2SeqError(f"{run} already has trained weights; a new tokenizer needs a new --run")
     if vocab_size < 8:
         raise typer.BadParameter("must be at least 8", param_hint="--vocab-size")
-    from seq2seq.data import filter_pairs, load_pairs
+    from seq2seq.data import load_pairs
     from seq2seq.lock import run_lock
     from seq2seq.tokenizer import train_tokenizer
 
     with run_lock(run):
-        pairs, _ = filter_pairs(load_pairs(corpus, "train", src, tgt, data_dir))
+        pairs = load_pairs(corpus, "train", src, tgt, data_dir)  # all of them, as `train` does
         tokenizer = train_tokenizer((t for pair in pairs for t in pair), run / TOKENIZER, vocab_size)
     sample = pairs[0][0]
     display.tokenizer_trained(
@@ -164,9 +164,15 @@ def refuse_unhonoured_options(ctx: typer.Context, run: Path, config, model_confi
     from seq2seq import checkpoint as ckpt
     from seq2seq.train import LIMITS, stored_train_config
 
-    if not (run / ckpt.LAST).is_file():
-        return
     given = {n for n in ctx.params if ctx.get_parameter_source(n).name in ("COMMANDLINE", "ENVIRONMENT")}
+    if not (run / ckpt.LAST).is_file():
+        if "vocab_size" in given and (run / ckpt.TOKENIZER).is_file():
+            from seq2seq.tokenizer import Tokenizer
+
+            pieces = Tokenizer(run / ckpt.TOKENIZER).vocab_size
+            if pieces != config.vocab_size:  # a ceiling SentencePiece may not have reached: say, not refuse
+                display.warn(f"--vocab-size is not used: {run} already has a tokenizer of {pieces} pieces")
+        return
     stored = stored_train_config(run)
     for name in sorted(given & {f.name for f in fields(stored)} - set(LIMITS)):
         if getattr(config, name) != getattr(stored, name):

@@ -174,6 +174,12 @@ def training_done(run: Path, final: dict) -> None:
         out.print(f"nothing to do ({final['stop']}); the run in {run} is complete")
 
 
+def _reasons(info: dict) -> str:
+    why = {"empty": "empty", "too_long": f"over {info['max_len']} pieces", "bad_ratio": "lengths 3x apart"}
+    counts = [f"{n} {why[k]}" for k, n in info["filtered"].items() if n]
+    return f": {', '.join(counts)}" if counts else ""
+
+
 class TrainingDisplay(Reporter):
     """A progress bar per epoch (loss, lr, tokens/s, ETA) and a row per validation."""
 
@@ -206,7 +212,7 @@ class TrainingDisplay(Reporter):
 
     def start(self, info: dict) -> None:
         self.progress.console.print(
-            f"{info['pairs']} training pairs ({info['dropped']} filtered out), "
+            f"{info['pairs']} training pairs ({info['dropped']} filtered out{_reasons(info)}), "
             f"{info['val_pairs']} validation pairs, {info['parameters']:,} parameters on "
             f"{info['device']}"
             + (f"; resuming from step {info['resumed_step']}" if info["resumed_step"] else ""),

@@ -12,6 +12,7 @@ A corpus is named by one string:
 
 import gzip
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,8 +56,9 @@ class FilterReport:
 
     kept: int = 0
     empty: int = 0
-    too_long: int = 0
+    too_long: int = 0  # longer than the model's limit, in pieces
     bad_ratio: int = 0
+    max_len: int = 0
 
     @property
     def dropped(self) -> int:
@@ -64,21 +66,24 @@ class FilterReport:
 
 
 def filter_pairs(
-    pairs: list[Pair], max_words: int = 100, max_ratio: float = 3.0
+    pairs: list[Pair], pieces: Callable[[list[str]], list[int]], max_len: int = 255, max_ratio: float = 3.0
 ) -> tuple[list[Pair], FilterReport]:
-    """Drop training pairs that teach nothing or mislead: empty, overlong, or wildly mismatched.
+    """Drop training pairs that teach nothing or mislead: empty, longer than the model takes, or
+    wildly mismatched in length. Lengths are in tokenizer pieces (`pieces(texts)` counts them),
+    which mean much the same in every script; whitespace words do not (a Chinese or Thai sentence
+    is one "word", so a word ratio drops nearly every such pair).
 
-    The ratio filter only applies once a side has more than 5 words, since short captions
+    The ratio filter only applies once a side has more than 8 pieces, since short captions
     ("Dogs." -> "Des chiens.") legitimately differ a lot in relative length.
     """
-    kept, report = [], FilterReport()
-    for src_text, tgt_text in pairs:
-        n_src, n_tgt = len(src_text.split()), len(tgt_text.split())
-        if n_src == 0 or n_tgt == 0:
+    kept, report = [], FilterReport(max_len=max_len)
+    n_src, n_tgt = pieces([s for s, _ in pairs]), pieces([t for _, t in pairs])
+    for (src_text, tgt_text), a, b in zip(pairs, n_src, n_tgt, strict=True):
+        if not src_text.strip() or not tgt_text.strip():
             report.empty += 1
-        elif n_src > max_words or n_tgt > max_words:
+        elif a > max_len or b > max_len:
             report.too_long += 1
-        elif max(n_src, n_tgt) > 5 and max(n_src, n_tgt) > max_ratio * min(n_src, n_tgt):
+        elif max(a, b) > 8 and max(a, b) > max_ratio * min(a, b):
             report.bad_ratio += 1
         else:
             kept.append((src_text, tgt_text))

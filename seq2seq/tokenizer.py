@@ -48,6 +48,9 @@ class Tokenizer:
     def pieces(self, text: str) -> list[str]:
         return self.sp.EncodeAsPieces(text)
 
+    def count_pieces(self, texts: list[str]) -> list[int]:
+        return [len(ids) for ids in self.encode(texts)]
+
     def id_pieces(self, ids: list[int]) -> list[str]:
         """The piece of each id, specials included (`<s>`, `</s>`): labels for attention maps."""
         return [self.sp.IdToPiece(i) for i in ids]

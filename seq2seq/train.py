@@ -81,9 +81,10 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop) -> di
         config = replace(stored, **{k: getattr(config, k) for k in LIMITS})
         model_config = ckpt.model_config(ckpt.load_config(run_dir))
     device = resolve_device(config.device)
-    train_pairs, report = filter_pairs(load_pairs(config.corpus, "train", config.src, config.tgt, data_dir))
+    train_pairs = load_pairs(config.corpus, "train", config.src, config.tgt, data_dir)
     val_pairs = load_pairs(config.corpus, "val", config.src, config.tgt, data_dir)
-    tokenizer = _tokenizer(run_dir, config, train_pairs)
+    tokenizer = _tokenizer(run_dir, config, train_pairs)  # on every pair, as `seq2seq tokenize` does
+    train_pairs, report = filter_pairs(train_pairs, tokenizer.count_pieces, model_config.max_positions - 1)
     model_config = replace(model_config, vocab_size=tokenizer.vocab_size)
     ckpt.save_config(run_dir, ckpt.config_sections(model_config, config, tokenizer))
 
@@ -115,6 +116,8 @@ def _start_info(config, model, report: FilterReport, n_val: int, state: dict, de
     return {
         "pairs": report.kept,
         "dropped": report.dropped,
+        "filtered": {"empty": report.empty, "too_long": report.too_long, "bad_ratio": report.bad_ratio},
+        "max_len": report.max_len,
         "val_pairs": n_val,
         "parameters": sum(p.numel() for p in model.parameters()),
         "resumed_step": state["step"],

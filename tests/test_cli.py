@@ -95,6 +95,14 @@ def test_a_resumed_run_refuses_options_it_cannot_honour(trained, cli, change, me
     assert (run / "last.safetensors").read_bytes() == before
 
 
+def test_a_vocab_size_that_an_existing_tokenizer_overrides_is_said(cli, tmp_path):
+    data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
+    run = tmp_path / "run"
+    assert cli("tokenize", "--data-dir", data, "--run", run, "--vocab-size", "40").code == 0
+    result = cli(*TRAIN, "--max-steps", "1", "--data-dir", data, "--run", run)  # --vocab-size 60
+    assert result.code == 0 and "--vocab-size is not used" in result.err and "tokenizer of" in result.err
+
+
 def test_translate_from_arguments_stdin_and_file(trained, cli, tmp_path):
     _, run, _ = trained
     result = cli("translate", "--run", run, "a dog runs", "the cat sleeps")

@@ -4,6 +4,7 @@ import pytest
 
 from seq2seq.data import corpus_name, filter_pairs, load_pairs
 from seq2seq.errors import Seq2SeqError
+from seq2seq.tokenizer import train_tokenizer
 from tests.conftest import write_multi30k
 
 
@@ -126,14 +127,27 @@ def test_filters_report_what_they_drop():
         ("a b", "c d"),
         ("", "x"),
         ("w " * 120, "w"),
-        ("one two three four five six seven", "a"),
+        ("one two three four five six seven eight nine", "a"),
         ("Dogs.", "Des chiens."),
     ]
-    kept, report = filter_pairs(pairs)
+    words = lambda texts: [len(t.split()) for t in texts]  # noqa: E731 (a stand-in for pieces)
+    kept, report = filter_pairs(pairs, words, max_len=100)
     assert kept == [("a b", "c d"), ("Dogs.", "Des chiens.")]
     assert (report.empty, report.too_long, report.bad_ratio, report.dropped) == (1, 1, 1, 3)
     with pytest.raises(Seq2SeqError, match="every one of the 1 training pairs was filtered out"):
-        filter_pairs([("", "")])
+        filter_pairs([("", "")], words)
+
+
+def test_length_filters_count_pieces_so_a_script_without_spaces_is_kept(tmp_path):
+    zh = ["一只狗在草地上奔跑", "两个男人坐在长椅上看报纸", "一个穿红衣服的女孩在公园里玩"]
+    en = [
+        "a dog runs on the grass",
+        "two men sit on a bench reading newspapers",
+        "a girl in red plays in a park",
+    ]
+    tokenizer = train_tokenizer(zh * 10 + en * 10, tmp_path / "zh-en.model", vocab_size=80)
+    kept, report = filter_pairs(list(zip(en, zh, strict=True)), tokenizer.count_pieces)
+    assert len(kept) == 3 and report.dropped == 0  # one "word" against up to 8: not a bad ratio
 
 
 def test_corpus_name():
