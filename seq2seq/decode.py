@@ -66,6 +66,10 @@ def translate(model, tokenizer, lines: list[str], options: DecodeOptions) -> Tra
     """Translate lines in length-sorted batches, returning results in input order; a blank line
     gives an empty translation without touching the model."""
     options.check()
+    if options.beam > model.cfg.vocab_size:  # more beams than pieces to extend them with
+        raise Seq2SeqError(
+            f"beam size {options.beam} is above the vocabulary's {model.cfg.vocab_size} pieces"
+        )
     device = next(model.parameters()).device
     ids, truncated = source_ids(model, tokenizer, lines)
     todo = sorted((i for i, line in enumerate(lines) if line.strip()), key=lambda i: len(ids[i]))

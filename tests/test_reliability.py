@@ -100,6 +100,7 @@ def test_bad_input_file(run, cli, tmp_path, make, message):
         (["--length-penalty", "300"], "length penalty must be between 0 and 10, got 300"),
         (["--length-penalty", "-1"], "length penalty must be between 0 and 10, got -1"),
         (["caf\udce9"], "argument 1 is not valid UTF-8"),  # the byte 0xe9, as Python passes it on
+        (["--beam", "100000"], "beam size 100000 is above the vocabulary's"),
     ],
 )
 def test_bad_translate_options(run, cli, args, message):
