@@ -85,7 +85,7 @@ def load_run(run_dir: Path, device: str | torch.device = "cpu", weights: str = B
 def save_weights(model: nn.Module, path: Path, val_bleu: float | None = None) -> None:
     """The weights, with the validation BLEU that made them the best, when they are."""
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    metadata = {"format": "pt"} | ({} if val_bleu is None else {"val_bleu": repr(val_bleu)})
+    metadata = {"format": "pt"} | ({} if val_bleu is None else {"val_bleu": str(float(val_bleu))})
     with _saving(path):
         write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
 
@@ -100,9 +100,9 @@ def best_score(run_dir: Path) -> float | None:
     try:
         with safe_open(str(path), framework="pt") as f:
             value = (f.metadata() or {}).get("val_bleu")
-    except (SafetensorError, OSError):
+        return None if value is None else float(value)
+    except (SafetensorError, OSError, ValueError):
         return None
-    return None if value is None else float(value)
 
 
 def load_weights(model: nn.Module, path: Path) -> None:

@@ -164,7 +164,8 @@ def refuse_unhonoured_options(ctx: typer.Context, run: Path, config, model_confi
     from seq2seq import checkpoint as ckpt
     from seq2seq.train import LIMITS, stored_train_config
 
-    given = {n for n in ctx.params if ctx.get_parameter_source(n).name in ("COMMANDLINE", "ENVIRONMENT")}
+    sources = {n: getattr(ctx.get_parameter_source(n), "name", "") for n in ctx.params}
+    given = {n for n, source in sources.items() if source in ("COMMANDLINE", "ENVIRONMENT")}
     if not (run / ckpt.LAST).is_file():
         if "vocab_size" in given and (run / ckpt.TOKENIZER).is_file():
             from seq2seq.tokenizer import Tokenizer
@@ -230,7 +231,7 @@ def main() -> None:
         code = 0
     except Exception as e:  # torch's OutOfMemoryError; torch is imported by then if it can occur
         torch = sys.modules.get("torch")
-        if torch is None or not isinstance(e, torch.OutOfMemoryError):
+        if torch is None or not isinstance(e, torch.cuda.OutOfMemoryError):
             raise
         display.error(
             "out of GPU memory: lower --max-tokens (train) or --batch-size (translate, evaluate, "

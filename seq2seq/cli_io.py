@@ -3,6 +3,7 @@
 import io
 import os
 import select
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,13 +98,18 @@ def _decode(raw: bytes, name: str, number: int) -> str:
 
 
 def count_lines(path: Path) -> int | None:
-    """How many lines `line_groups` will give for a file; None if it cannot be read (reading it
-    again says why)."""
+    """How many lines `line_groups` will give for a regular file (for a progress bar); None for
+    anything else, which reading it twice could consume (`--input <(zcat f.gz)`)."""
     try:
-        data = path.read_bytes()
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        count, last = 0, b"\n"
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                count, last = count + chunk.count(b"\n"), chunk[-1:]
     except OSError:
-        return None
-    return data.count(b"\n") + (not data.endswith(b"\n") and data != b"")
+        return None  # reading it for real says why
+    return count + (last != b"\n")
 
 
 def arguments(texts: list[str]) -> list[str]:
@@ -149,6 +155,8 @@ class LineWriter:
             self.stream = sys.stdout.buffer
             sys.stdout.flush()
         else:
+            if self.path.is_dir():
+                raise Seq2SeqError(f"cannot write {self.path}: it is a directory")
             try:
                 self.stream = open(self.partial, "wb")
             except OSError as e:
@@ -168,15 +176,23 @@ class LineWriter:
     def __exit__(self, kind, error, trace) -> None:
         if self.partial is None:
             return
-        self.stream.close()
         if kind is None:
-            os.replace(self.partial, self.path)
-        elif self.written == 0:
+            try:  # on disk before the name says it is complete
+                os.fsync(self.stream.fileno())
+                self.stream.close()
+                os.replace(self.partial, self.path)
+            except OSError as e:
+                raise Seq2SeqError(
+                    f"cannot write {self.path}: {e.strerror}; the lines are in {self.partial}"
+                ) from None
+            return
+        self.stream.close()
+        if self.written == 0:
             self.partial.unlink(missing_ok=True)
         else:
             from seq2seq.cli_display import warn
 
-            warn(f"the first {self.written} lines' translations are kept in {self.partial}")
+            warn(f"the first {self.written} output lines are kept in {self.partial}")
 
 
 def numbered(path: Path, number: int) -> Path:

@@ -65,7 +65,8 @@ def translate(
     options.check()
     texts = arguments(text) if text else None
     live = texts is None and input is None and sys.stdin.isatty()
-    total = len(texts) if texts else count_lines(input) if input else None
+    progress = output is not None and not live
+    total = len(texts) if texts else count_lines(input) if input and progress else None
     with LineWriter(output) as writer:
         model, tokenizer = load_run(run, resolve_device(device))
         if live:
@@ -73,7 +74,7 @@ def translate(
         else:
             groups = iter([texts]) if texts else line_groups(input, GROUP_BATCHES * batch_size)
         done = 0  # input lines translated so far
-        with display.line_progress(output is not None and not live, total) as advance:
+        with display.line_progress(progress, total) as advance:
             try:
                 for group in groups:
                     translate_group(model, tokenizer, group, done + 1, writer, options, views)
@@ -155,6 +156,9 @@ def prompted_lines() -> Iterator[list[str]]:
     while True:
         display.prompt("> ")
         raw = sys.stdin.buffer.readline()
+        if not raw:  # Ctrl-D: end the prompt's line
+            display.prompt("\n")
+            return
         try:
             line = raw.decode("utf-8").removesuffix("\n").removesuffix("\r")
         except UnicodeDecodeError:

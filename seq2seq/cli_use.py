@@ -33,7 +33,7 @@ def evaluate(
         None, "--baseline-run", help="Another run: translate the test set with it and test against it."
     ),
     paired: str = typer.Option("bs", "--paired", help="bs: paired bootstrap; ar: approximate randomization."),
-    resamples: int = typer.Option(0, "--resamples", help="[default: 1000 for bs, 10000 for ar]"),
+    resamples: int = typer.Option(0, "--resamples", min=0, help="[default: 1000 for bs, 10000 for ar]"),
 ):
     """Translate a test set and print BLEU and chrF with their sacreBLEU signatures; with a baseline,
     both systems' scores with 95% confidence intervals and the p-value of their difference."""
@@ -49,6 +49,10 @@ def evaluate(
         beam=1 if greedy else beam, length_penalty=length_penalty, batch_size=batch_size, bf16=bf16
     )
     options.check()
+    if baseline is not None and baseline_run is not None:
+        raise typer.BadParameter("give --baseline or --baseline-run, not both", param_hint="--baseline")
+    if paired not in TESTS:
+        raise typer.BadParameter(f"{paired!r} is not one of {', '.join(TESTS)}", param_hint="--paired")
     if (source is None) != (reference is None):
         raise typer.BadParameter("--source and --reference go together", param_hint="--source")
     if source is not None:
@@ -60,10 +64,6 @@ def evaluate(
         cfg = stored_train_config(run)
         pairs = load_pairs(cfg.corpus, split, cfg.src, cfg.tgt, data_dir)
         what = f"{cfg.corpus} {split} {cfg.src}->{cfg.tgt}"
-    if baseline is not None and baseline_run is not None:
-        raise typer.BadParameter("give --baseline or --baseline-run, not both", param_hint="--baseline")
-    if paired not in TESTS:
-        raise typer.BadParameter(f"{paired!r} is not one of {', '.join(TESTS)}", param_hint="--paired")
     baseline_lines = read_lines(baseline) if baseline is not None else None
     if baseline_lines is not None and len(baseline_lines) != len(pairs):
         raise Seq2SeqError(f"{baseline} has {len(baseline_lines)} lines but the test set has {len(pairs)}")

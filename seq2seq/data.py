@@ -227,7 +227,7 @@ def _translation_pairs(ds, where: str, src: str, tgt: str) -> list[Pair]:
     if not rows:
         raise Seq2SeqError(f"{where} is empty")
     for lang in (src, tgt):
-        if lang not in rows[0]:
+        if isinstance(rows[0], dict) and lang not in rows[0]:
             raise Seq2SeqError(f"{where} has no language {lang!r}; languages: {', '.join(rows[0])}")
     pairs = []
     for number, row in enumerate(rows, start=1):

@@ -37,6 +37,10 @@ def run_lock(run_dir: Path) -> Iterator[None]:
                 f"{run_dir} is being written by another seq2seq (pid {holder}); "
                 "wait for it to finish or use another --run"
             ) from None
+        except OSError as e:  # a filesystem without locks (some NFS and FUSE mounts)
+            raise Seq2SeqError(
+                f"cannot lock {run_dir} ({e.strerror}); use a --run directory on a local disk"
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield

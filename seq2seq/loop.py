@@ -71,13 +71,12 @@ class Loop:
                     saved = time.monotonic()
             if stop is None:
                 state["epoch"], state["batch"] = state["epoch"] + 1, 0
-            if not losses:
+            if state["step"] == state.get("validated_step", state["step"]):
                 continue  # nothing trained since the last validation (e.g. a finished run rerun)
             if stop == "interrupted":
                 self.save(state)  # before validating: a scheduler's grace period may not last that long
-            tick = time.perf_counter()
             row = self._validate(state, losses, tokens / max(train_seconds, 1e-9), start_time)
-            validation_seconds = state["validation_seconds"] = time.perf_counter() - tick
+            validation_seconds, saved = state["validation_seconds"], time.monotonic()
             reporter.validated(row)
             losses, tokens, train_seconds = [], 0, 0.0
             if state["bad_validations"] >= cfg.patience:
@@ -164,6 +163,9 @@ class Loop:
         return total / max(count, 1)
 
     def _validate(self, state: dict, losses: list[float], tokens_per_s: float, start_time) -> dict:
+        """Score the model (a resumed run may validate steps trained before it started: then
+        `losses` is empty), keep it if best, record the row and save the state."""
+        tick = time.perf_counter()
         val_loss = self.val_loss()
         result = evaluate(
             self.model, self.tokenizer, self.val_pairs, DecodeOptions(beam=1, bf16=self.config.bf16)
@@ -187,6 +189,7 @@ class Loop:
             "tokens_per_s": tokens_per_s,
             "elapsed_s": time.monotonic() - start_time,
         }
+        state["validated_step"], state["validation_seconds"] = state["step"], time.perf_counter() - tick
         self.save(state)
         ckpt.append_metrics(self.run_dir, row)
         if plots.available():

@@ -91,7 +91,7 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop) -> di
     torch.manual_seed(config.seed)
     model = build_model(model_config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=(0.9, 0.98), eps=1e-9)
-    state = {"step": 0, "epoch": 0, "batch": 0, "best_bleu": -1.0, "bad_validations": 0}
+    state = {"step": 0, "epoch": 0, "batch": 0, "best_bleu": -1.0, "bad_validations": 0, "validated_step": 0}
     if resuming:
         state = ckpt.load_training_state(run_dir / ckpt.LAST, model, optimizer)
         best = ckpt.best_score(run_dir)

@@ -274,7 +274,7 @@ def test_out_of_gpu_memory_is_a_one_line_hint(run, cli, monkeypatch):
     import seq2seq.decode as decode
 
     def out_of_memory(*args, **kwargs):
-        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(decode, "search", out_of_memory)
     result = cli("translate", "--run", run, "a dog runs")
