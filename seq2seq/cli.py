@@ -118,7 +118,7 @@ def train(
         bf16=not fp32,
     )
     run = default_run(run, corpus, src, tgt)
-    refuse_unhonoured_options(ctx, run, config, model_config)
+    refuse_unhonoured_options(ctx, run, config)
     stop_requested = install_stop_handlers()
     with display.TrainingDisplay(run) as reporter:
         final = train_run(run, config, model_config, data_dir, reporter, stop_requested)
@@ -156,12 +156,13 @@ def architecture_config(arch: str, preset: str, attention, score, cell, dropout:
 MODEL_OPTIONS = ("preset", "arch", "attention", "score", "cell", "dropout")
 
 
-def refuse_unhonoured_options(ctx: typer.Context, run: Path, config, model_config) -> None:
+def refuse_unhonoured_options(ctx: typer.Context, run: Path, config) -> None:
     """A resumed run keeps its model and recipe; only the limits (--epochs, --max-steps, ...) are
     the new command's. An option given to change the rest is refused, never silently ignored."""
-    from dataclasses import fields, replace
+    from dataclasses import fields
 
     from seq2seq import checkpoint as ckpt
+    from seq2seq.model import ARCHITECTURES
     from seq2seq.train import LIMITS, stored_train_config
 
     sources = {n: getattr(ctx.get_parameter_source(n), "name", "") for n in ctx.params}
@@ -182,12 +183,18 @@ def refuse_unhonoured_options(ctx: typer.Context, run: Path, config, model_confi
                 "run keeps it (start a new --run to change it)"
             )
     stored_model = ckpt.model_config(ckpt.load_config(run))
-    changed = [f"--{n}" for n in MODEL_OPTIONS if n in given]
-    if changed and replace(model_config, vocab_size=stored_model.vocab_size) != stored_model:
-        raise Seq2SeqError(
-            f"{run} holds another model than {' '.join(changed)} describe; a resumed run keeps its "
-            "model (start a new --run to change it)"
-        )
+    for name in [n for n in MODEL_OPTIONS if n in given]:
+        value = ctx.params[name]
+        if name == "preset":  # the shape that preset gives the run's own architecture
+            shape = ARCHITECTURES[stored_model.arch][2].get(value)
+            same = shape is not None and all(getattr(stored_model, k) == v for k, v in shape.items())
+        else:
+            same = getattr(stored_model, name, None) == value
+        if not same:
+            raise Seq2SeqError(
+                f"{run} holds another model than --{name} {value} describes; a resumed run keeps its "
+                "model (start a new --run to change it)"
+            )
 
 
 def install_stop_handlers():

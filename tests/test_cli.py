@@ -82,8 +82,8 @@ def test_train_again_resumes(trained, tmp_path):
     "change,message",
     [
         (["--lr", "0.5"], "was started with --lr 0.001; a resumed run keeps it"),
-        (["--preset", "small"], "holds another model than --preset describe"),
-        (["--arch", "rnn"], "holds another model than --arch describe"),
+        (["--preset", "small"], "holds another model than --preset small describes"),
+        (["--arch", "rnn"], "holds another model than --arch rnn describes"),
         (["--vocab-size", "99"], "was started with --vocab-size 60"),
     ],
 )

@@ -64,10 +64,15 @@ def test_windows_line_endings_and_missing_final_newline(run, cli):
     assert result.code == 0 and len(lines_out(result.out)) == 3
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=NO_CHECKS)
-@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\n"), max_size=40), max_size=6))
+# Any text UTF-8 can encode (lone surrogates cannot: such bytes are refused, naming the line);
+# derandomized, so every run tries the same examples.
+UNICODE = st.characters(blacklist_characters="\n", blacklist_categories=("Cs",))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=NO_CHECKS, derandomize=True)
+@given(st.lists(st.text(alphabet=UNICODE, max_size=40), max_size=6))
 def test_any_unicode_lines_give_one_line_out_per_line_in(run, cli, lines):
-    stdin = "".join(line + "\n" for line in lines).encode("utf-8", "surrogatepass")
+    stdin = "".join(line + "\n" for line in lines).encode("utf-8")
     result = cli("translate", "--run", run, "--greedy", "--max-len", "8", stdin=stdin)
     assert result.code == 0, result.err
     assert len(lines_out(result.out)) == len(lines)
