@@ -81,8 +81,9 @@ def scores(report: dict) -> None:
 
 def paired_test(test: dict, run: str) -> None:
     """Both systems' scores, each with its resampled mean and 95% CI, and the p-values."""
-    name = {"bs": "paired bootstrap resampling", "ar": "approximate randomization"}[test["test"]]
-    table = Table(title=f"{name}, {test['resamples']} samples")
+    from seq2seq.evaluate import TESTS
+
+    table = Table(title=f"{TESTS[test['test']]}, {test['resamples']} samples")
     table.add_column("system")
     table.add_column("BLEU (mean ± 95% CI)", justify="right")
     table.add_column("chrF (mean ± 95% CI)", justify="right")

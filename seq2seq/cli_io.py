@@ -127,17 +127,12 @@ def arguments(texts: list[str]) -> list[str]:
 def write_lines(lines: list[str], path: Path | None) -> None:
     """UTF-8 always, whatever encoding the terminal or PYTHONIOENCODING gives stdout; a file is
     replaced whole or not at all."""
-    data = "".join(line + "\n" for line in lines).encode("utf-8")
     if path is None:
-        try:
-            sys.stdout.flush()
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
-        except BrokenPipeError:
-            raise ReaderLeft from None
+        with LineWriter(None) as stdout:
+            stdout.write(lines)
         return
     try:
-        write_atomic(path, data)
+        write_atomic(path, "".join(line + "\n" for line in lines).encode("utf-8"))
     except OSError as e:
         raise Seq2SeqError(f"cannot write {path}: {e.strerror}") from None
 

@@ -42,6 +42,7 @@ class Loop:
         self.val_src = tokenizer.encode([s for s, _ in val_pairs])
         self.val_tgt = tokenizer.encode([t for _, t in val_pairs])
         self.max_len = model.cfg.max_positions
+        self.val_options = DecodeOptions(beam=1, bf16=config.bf16)  # --fp32 validates in fp32 too
         self.autocast = torch.autocast(device.type, torch.bfloat16, enabled=use_bf16(device, config.bf16))
 
     def run(self, state: dict, reporter: Reporter, should_stop, start_time: float) -> dict:
@@ -94,7 +95,7 @@ class Loop:
             return 0.0
         self.model.eval()
         tick = time.perf_counter()
-        evaluate(self.model, self.tokenizer, sample, DecodeOptions(beam=1, bf16=self.config.bf16))
+        evaluate(self.model, self.tokenizer, sample, self.val_options)
         return (time.perf_counter() - tick) * len(self.val_pairs) / len(sample)
 
     def _stop_reason(self, state, start_time, still_to_pay: float, should_stop) -> str | None:
@@ -167,9 +168,7 @@ class Loop:
         `losses` is empty), keep it if best, record the row and save the state."""
         tick = time.perf_counter()
         val_loss = self.val_loss()
-        result = evaluate(
-            self.model, self.tokenizer, self.val_pairs, DecodeOptions(beam=1, bf16=self.config.bf16)
-        )
+        result = evaluate(self.model, self.tokenizer, self.val_pairs, self.val_options)
         bleu = result.scores.bleu
         improved = bleu > state["best_bleu"]
         state["bad_validations"] = 0 if improved else state["bad_validations"] + 1
