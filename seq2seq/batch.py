@@ -4,8 +4,10 @@ batches of similar lengths.
 Shapes: B sentences, S source length, T target length.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -20,12 +22,13 @@ class Batch:
     n_tokens: int  # real target tokens, the unit of throughput and of the loss average
 
     def to(self, device: torch.device) -> "Batch":
-        return Batch(
-            self.src.to(device, non_blocking=True),
-            self.tgt_in.to(device, non_blocking=True),
-            self.tgt_out.to(device, non_blocking=True),
-            self.n_tokens,
+        """On CUDA through pinned memory, so the copies overlap the work already queued."""
+        if device.type != "cuda":
+            return self
+        src, tgt_in, tgt_out = (
+            t.pin_memory().to(device, non_blocking=True) for t in (self.src, self.tgt_in, self.tgt_out)
         )
+        return Batch(src, tgt_in, tgt_out, self.n_tokens)
 
 
 def collate(src_ids: list[list[int]], tgt_ids: list[list[int]], max_len: int) -> Batch:
@@ -44,23 +47,25 @@ def pad(rows: list[list[int]]) -> Tensor:
     return out
 
 
-def token_batches(lengths: list[int], max_tokens: int, seed: int, epoch: int) -> list[list[int]]:
+def token_batches(
+    lengths: Sequence[int] | np.ndarray, max_tokens: int, seed: int, epoch: int
+) -> list[np.ndarray]:
     """Sentence indices grouped so that rows x longest length stays within `max_tokens`.
 
     Sorting by length keeps padding low; random tie-breaking and a shuffled batch order make each
     epoch different, yet the same (seed, epoch) always gives the same batches, so a resumed run
-    can skip exactly the batches it already trained on.
+    can skip exactly the batches it already trained on. Vectorised where it can be: on a corpus of
+    millions of pairs a Python sort of tuples costs seconds and hundreds of MB.
     """
     g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
-    noise = torch.rand(len(lengths), generator=g).tolist()
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], noise[i]))
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for i in order:  # ascending lengths, so lengths[i] is the longest in `current` + i
-        if current and lengths[i] * (len(current) + 1) > max_tokens:
-            batches.append(current)
-            current = []
-        current.append(i)
-    if current:
-        batches.append(current)
+    noise = torch.rand(len(lengths), generator=g).numpy()
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.lexsort((noise, lengths))  # by length, ties by noise (both sorts are stable)
+    starts, rows = [0], 0
+    for position, length in enumerate(lengths[order].tolist()):  # ascending: `length` is the longest
+        if rows and length * (rows + 1) > max_tokens:
+            starts.append(position)
+            rows = 0
+        rows += 1
+    batches = np.split(order, starts[1:])
     return [batches[j] for j in torch.randperm(len(batches), generator=g).tolist()]

@@ -96,6 +96,7 @@ def train(
     fp32: bool = typer.Option(False, "--fp32", help="No bf16 autocast, even where it is fast."),
 ):
     """Train a model (and its tokenizer); rerunning resumes from the run's last checkpoint."""
+    from seq2seq.distributed import is_main_process
     from seq2seq.train import TrainConfig
     from seq2seq.train import train as train_run
 
@@ -120,6 +121,9 @@ def train(
     run = default_run(run, corpus, src, tgt)
     refuse_unhonoured_options(ctx, run, config)
     stop_requested = install_stop_handlers()
+    if not is_main_process():  # under torchrun rank 0 alone draws; the others only train
+        train_run(run, config, model_config, data_dir, should_stop=stop_requested)
+        return
     with display.TrainingDisplay(run) as reporter:
         final = train_run(run, config, model_config, data_dir, reporter, stop_requested)
     display.training_done(run, final)

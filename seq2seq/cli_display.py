@@ -216,6 +216,7 @@ class TrainingDisplay(Reporter):
             f"{info['pairs']} training pairs ({info['dropped']} filtered out{_reasons(info)}), "
             f"{info['val_pairs']} validation pairs, {info['parameters']:,} parameters on "
             f"{info['device']}"
+            + (f" x {info['world_size']} processes ({info['backend']})" if info["world_size"] > 1 else "")
             + (f"; resuming from step {info['resumed_step']}" if info["resumed_step"] else ""),
             markup=False,
         )

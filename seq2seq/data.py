@@ -31,6 +31,7 @@ DATA_DIR_ENV = "SEQ2SEQ_DATA_DIR"
 TRANSLATION_FILE_FORMATS = {".parquet": "parquet", ".json": "json", ".jsonl": "json"}
 
 Pair = tuple[str, str]
+MAX_RATIO = 3.0  # a training pair whose longer side has more pieces than this times the shorter is dropped
 
 
 def load_pairs(corpus: str, split: str, src: str, tgt: str, data_dir: str | Path | None = None) -> list[Pair]:
@@ -64,9 +65,17 @@ class FilterReport:
     def dropped(self) -> int:
         return self.empty + self.too_long + self.bad_ratio
 
+    def count(self, verdict: int, n: int = 1) -> None:
+        """Add `n` pairs that `pair_verdict` judged so."""
+        name = ("kept", "empty", "too_long", "bad_ratio")[verdict]
+        setattr(self, name, getattr(self, name) + n)
+
 
 def filter_pairs(
-    pairs: list[Pair], pieces: Callable[[list[str]], list[int]], max_len: int = 255, max_ratio: float = 3.0
+    pairs: list[Pair],
+    pieces: Callable[[list[str]], list[int]],
+    max_len: int = 255,
+    max_ratio: float = MAX_RATIO,
 ) -> tuple[list[Pair], FilterReport]:
     """Drop training pairs that teach nothing or mislead: empty, longer than the model takes, or
     wildly mismatched in length. Lengths are in tokenizer pieces (`pieces(texts)` counts them),
@@ -78,37 +87,54 @@ def filter_pairs(
     """
     kept, report = [], FilterReport(max_len=max_len)
     n_src, n_tgt = pieces([s for s, _ in pairs]), pieces([t for _, t in pairs])
-    for (src_text, tgt_text), a, b in zip(pairs, n_src, n_tgt, strict=True):
-        if not src_text.strip() or not tgt_text.strip():
-            report.empty += 1
-        elif a > max_len or b > max_len:
-            report.too_long += 1
-        elif max(a, b) > 8 and max(a, b) > max_ratio * min(a, b):
-            report.bad_ratio += 1
-        else:
-            kept.append((src_text, tgt_text))
-    report.kept = len(kept)
+    for pair, a, b in zip(pairs, n_src, n_tgt, strict=True):
+        verdict = pair_verdict(*pair, a, b, max_len, max_ratio)
+        report.count(verdict)
+        if verdict == KEEP:
+            kept.append(pair)
     if not kept:
         raise Seq2SeqError(f"every one of the {len(pairs)} training pairs was filtered out")
     return kept, report
+
+
+KEEP, EMPTY, TOO_LONG, BAD_RATIO = range(4)
+
+
+def pair_verdict(src_text: str, tgt_text: str, a: int, b: int, max_len: int, max_ratio: float) -> int:
+    """Why `filter_pairs` drops a pair of `a` and `b` pieces (KEEP: it does not); one rule for the
+    list path and the Arrow-backed one (seq2seq.tokenized)."""
+    if not src_text.strip() or not tgt_text.strip():
+        return EMPTY
+    if a > max_len or b > max_len:
+        return TOO_LONG
+    if max(a, b) > 8 and max(a, b) > max_ratio * min(a, b):
+        return BAD_RATIO
+    return KEEP
+
+
+def corpus_identity(
+    corpus: str, split: str, src: str, tgt: str, data_dir: str | Path | None = None
+) -> str | None:
+    """A string that changes when the files of a split change (path, size, modification time),
+    found without reading them, so a cache of their tokenized form is checked in an instant.
+    None for a hub dataset: only its content can say (see seq2seq.tokenized)."""
+    if corpus == "multi30k":
+        files = _multi30k_files(split, src, tgt, data_dir or os.environ.get(DATA_DIR_ENV))
+    elif "{split}" in corpus:
+        files = [Path(corpus.format(split=split))]
+        if not files[0].is_file():
+            raise Seq2SeqError(f"{files[0]} does not exist or is not a file")
+    else:
+        return None
+    stats = [(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
+    return repr((corpus, split, src, tgt, stats))
 
 
 # --- Multi30k ---------------------------------------------------------------------------------
 
 
 def _load_multi30k(split: str, src: str, tgt: str, data_dir: str | Path | None) -> list[Pair]:
-    if split not in MULTI30K_LANGS:
-        raise Seq2SeqError(f"multi30k has no split {split!r}; splits: {', '.join(MULTI30K_LANGS)}")
-    for lang in (src, tgt):
-        if lang not in MULTI30K_LANGS[split]:
-            langs = ", ".join(MULTI30K_LANGS[split])
-            raise Seq2SeqError(f"multi30k {split} has no language {lang!r}; languages: {langs}")
-    if src == tgt:
-        raise Seq2SeqError(f"source and target language are both {src!r}")
-    if data_dir is None:
-        files = [_download(_multi30k_url(split, lang)) for lang in (src, tgt)]
-    else:
-        files = [_local_file(Path(data_dir), split, lang) for lang in (src, tgt)]
+    files = _multi30k_files(split, src, tgt, data_dir)
     src_lines, tgt_lines = (_read_lines(f) for f in files)
     if len(src_lines) != len(tgt_lines):
         raise Seq2SeqError(
@@ -120,6 +146,20 @@ def _load_multi30k(split: str, src: str, tgt: str, data_dir: str | Path | None) 
     return list(zip(src_lines, tgt_lines, strict=True))
 
 
+def _multi30k_files(split: str, src: str, tgt: str, data_dir: str | Path | None) -> list[Path]:
+    if split not in MULTI30K_LANGS:
+        raise Seq2SeqError(f"multi30k has no split {split!r}; splits: {', '.join(MULTI30K_LANGS)}")
+    for lang in (src, tgt):
+        if lang not in MULTI30K_LANGS[split]:
+            langs = ", ".join(MULTI30K_LANGS[split])
+            raise Seq2SeqError(f"multi30k {split} has no language {lang!r}; languages: {langs}")
+    if src == tgt:
+        raise Seq2SeqError(f"source and target language are both {src!r}")
+    if data_dir is None:
+        return [_download(_multi30k_url(split, lang)) for lang in (src, tgt)]
+    return [_local_file(Path(data_dir), split, lang) for lang in (src, tgt)]
+
+
 def _multi30k_url(split: str, lang: str) -> str:
     base = os.environ.get(MULTI30K_URL_ENV) or MULTI30K_URL
     return f"{base.rstrip('/')}/{split}.{lang}.gz"
@@ -129,7 +169,7 @@ def _download(url: str) -> Path:
     """The unpacked file at `url` through datasets' download cache. The cache is keyed by the URL
     alone (no ETag check): the Multi30k files never change, so a later run, online or not, reads
     the copy without a request."""
-    datasets = _datasets()
+    datasets = import_datasets()
     manager = datasets.DownloadManager(download_config=datasets.DownloadConfig(use_etag=False))
     try:
         return Path(manager.download_and_extract(url))
@@ -188,7 +228,7 @@ def _load_file(path: Path, src: str, tgt: str) -> list[Pair]:
         raise Seq2SeqError(f"{path}: unknown format; use .tsv, .parquet, .json or .jsonl")
     builder = TRANSLATION_FILE_FORMATS[path.suffix]
     try:
-        ds = _datasets().load_dataset(builder, data_files={"data": str(path)}, split="data")
+        ds = import_datasets().load_dataset(builder, data_files={"data": str(path)}, split="data")
     except Exception as e:  # datasets wraps every parse failure in its own exception types
         raise Seq2SeqError(f"{path}: cannot load ({first_line(e)})") from None
     return _translation_pairs(ds, str(path), src, tgt)
@@ -210,7 +250,7 @@ def _split_tsv(path: Path, lines: list[str]) -> list[Pair]:
 
 def _load_hub(corpus: str, split: str, src: str, tgt: str) -> list[Pair]:
     name, _, config = corpus.partition(":")
-    datasets = _datasets()
+    datasets = import_datasets()
     try:
         splits = datasets.load_dataset(name, config or None)
     except Exception as e:  # offline, unknown id, bad config: datasets raises many types
@@ -238,7 +278,7 @@ def _translation_pairs(ds, where: str, src: str, tgt: str) -> list[Pair]:
     return pairs
 
 
-def _datasets():
+def import_datasets():
     """Import `datasets` lazily (it costs a second) and keep its progress bars off our screen."""
     import datasets
 

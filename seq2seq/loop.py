@@ -2,17 +2,24 @@
 
 import math
 import time
+from functools import partial
 
 import torch
-import torch.nn.functional as F
 
 from seq2seq import checkpoint as ckpt
 from seq2seq import plots
-from seq2seq.batch import PAD_ID, Batch, collate, token_batches
+from seq2seq.batch import Batch, collate, token_batches
 from seq2seq.decode import DecodeOptions
 from seq2seq.device import use_bf16
+from seq2seq.distributed import World, rank_batch
 from seq2seq.errors import Seq2SeqError
 from seq2seq.evaluate import evaluate
+from seq2seq.step import NonFiniteLoss, TrainStep, data_parallel, summed_loss
+from seq2seq.tokenized import TokenizedPairs
+
+# Why a loop stops, by precedence: when processes differ (one was interrupted, another ran out of
+# time) the highest wins on all of them, so "interrupted" always gets its save before validating.
+STOPS = (None, "max minutes", "early stop", "max steps", "interrupted")
 
 
 class Reporter:
@@ -31,19 +38,31 @@ def lr_schedule(step: int, peak: float, warmup: int) -> float:
 
 
 class Loop:
-    """The epoch/step loop with its validation and checkpoint points."""
+    """The epoch/step loop with its validation and checkpoint points. Under torchrun every process
+    runs it on its share of each step's batches; rank 0 alone validates, saves and reports, and
+    the others take the outcome from it (World.from_main)."""
 
-    def __init__(self, run_dir, config, model, optimizer, tokenizer, train_pairs, val_pairs, device):
+    def __init__(
+        self, run_dir, config, model, optimizer, tokenizer, train_set: TokenizedPairs, val_pairs, world: World
+    ):
         self.run_dir, self.config, self.model, self.optimizer = run_dir, config, model, optimizer
-        self.tokenizer, self.val_pairs, self.device = tokenizer, val_pairs, device
-        self.src_ids = tokenizer.encode([s for s, _ in train_pairs])
-        self.tgt_ids = tokenizer.encode([t for _, t in train_pairs])
-        self.lengths = lengths(self.src_ids, self.tgt_ids)
-        self.val_src = tokenizer.encode([s for s, _ in val_pairs])
-        self.val_tgt = tokenizer.encode([t for _, t in val_pairs])
+        self.tokenizer, self.train_set, self.world, self.device = tokenizer, train_set, world, world.device
+        self.val_pairs = val_pairs if world.is_main else []
+        self.val_src = tokenizer.encode([s for s, _ in self.val_pairs])
+        self.val_tgt = tokenizer.encode([t for _, t in self.val_pairs])
         self.max_len = model.cfg.max_positions
         self.val_options = DecodeOptions(beam=1, bf16=config.bf16)  # --fp32 validates in fp32 too
-        self.autocast = torch.autocast(device.type, torch.bfloat16, enabled=use_bf16(device, config.bf16))
+        self.autocast = torch.autocast(
+            self.device.type, torch.bfloat16, enabled=use_bf16(self.device, config.bf16)
+        )
+        self.train_step = TrainStep(
+            data_parallel(model, world),
+            optimizer,
+            world,
+            self.autocast,
+            config.clip_norm,
+            config.label_smoothing,
+        )
 
     def run(self, state: dict, reporter: Reporter, should_stop, start_time: float) -> dict:
         cfg, row = self.config, None
@@ -51,18 +70,20 @@ class Loop:
         validation_seconds = self._validation_estimate(state) if cfg.max_minutes else 0.0
         saved, stop, step_seconds = time.monotonic(), None, 0.0
         while stop is None and (cfg.epochs is None or state["epoch"] < cfg.epochs):
-            batches = token_batches(self.lengths, cfg.max_tokens, cfg.seed, state["epoch"])
-            reporter.epoch(state["epoch"], len(batches), state["batch"])
+            batches = token_batches(self.train_set.lengths, cfg.max_tokens, cfg.seed, state["epoch"])
+            reporter.epoch(state["epoch"], self._steps(len(batches)), self._steps(state["batch"]))
             while state["batch"] < len(batches):
                 stop = self._stop_reason(state, start_time, step_seconds + validation_seconds, should_stop)
                 if stop:
                     break
                 tick = time.perf_counter()
-                batch = self._batch(batches[state["batch"]], self.src_ids, self.tgt_ids)
-                loss = self._train_step(batch, state["step"] + 1)
-                state["step"], state["batch"] = state["step"] + 1, state["batch"] + 1
+                index, weight = rank_batch(batches, state["batch"], self.world)
+                batch = self._batch(batches[index], self.train_set.rows)
+                loss, n_tokens = self._train_step(batch, state["step"] + 1, weight)
+                state["step"] += 1
+                state["batch"] = min(state["batch"] + self.world.size, len(batches))
                 losses.append(loss)
-                tokens += batch.n_tokens
+                tokens += n_tokens
                 step_seconds = time.perf_counter() - tick
                 train_seconds += step_seconds
                 lr = self.optimizer.param_groups[0]["lr"]
@@ -76,7 +97,10 @@ class Loop:
                 continue  # nothing trained since the last validation (e.g. a finished run rerun)
             if stop == "interrupted":
                 self.save(state)  # before validating: a scheduler's grace period may not last that long
-            row = self._validate(state, losses, tokens / max(train_seconds, 1e-9), start_time)
+            tokens_per_s = tokens / max(train_seconds, 1e-9)
+            validate = partial(self._validate, state, losses, tokens_per_s, start_time)
+            row, shared = self.world.from_main(lambda: (validate(), state))  # noqa: B023 (called here)
+            state.update(shared)
             validation_seconds, saved = state["validation_seconds"], time.monotonic()
             reporter.validated(row)
             losses, tokens, train_seconds = [], 0, 0.0
@@ -84,13 +108,17 @@ class Loop:
                 stop = "early stop"
         return {**(row or {"step": state["step"]}), "stop": stop or "epochs"}
 
+    def _steps(self, n_batches: int) -> int:
+        """Steps that train on `n_batches` of an epoch: one batch per process each."""
+        return -(-n_batches // self.world.size)
+
     def _validation_estimate(self, state: dict) -> float:
         """What the final validation will cost, so a time budget leaves room for it: the last one
         measured (kept in the training state), or before any, the first 16 validation sentences
         decoded and scaled to all (an untrained model decodes to the length limit: this errs long)."""
         if state.get("validation_seconds"):
             return state["validation_seconds"]
-        sample = self.val_pairs[:16]
+        sample = self.val_pairs[:16]  # none on ranks other than 0: they leave time to rank 0
         if not sample:
             return 0.0
         self.model.eval()
@@ -99,56 +127,33 @@ class Loop:
         return (time.perf_counter() - tick) * len(self.val_pairs) / len(sample)
 
     def _stop_reason(self, state, start_time, still_to_pay: float, should_stop) -> str | None:
-        """Why to stop before the next step, if at all; the time budget must also cover that step
-        and the final validation (`still_to_pay` seconds)."""
-        cfg = self.config
-        if should_stop():
-            return "interrupted"
-        if cfg.max_steps is not None and state["step"] >= cfg.max_steps:
-            return "max steps"
-        if state["bad_validations"] >= cfg.patience:  # a rerun of a run that stopped early
-            return "early stop"
+        """Why to stop before the next step, if at all, agreed by every process; the time budget must
+        also cover that step and the final validation (`still_to_pay` seconds), so it is rank 0's
+        clock that counts (only it knows what validation costs)."""
+        cfg, reason = self.config, None
         elapsed = time.monotonic() - start_time + still_to_pay
-        if cfg.max_minutes is not None and elapsed >= cfg.max_minutes * 60:
-            return "max minutes"
-        return None
+        if should_stop():
+            reason = "interrupted"
+        elif cfg.max_steps is not None and state["step"] >= cfg.max_steps:
+            reason = "max steps"
+        elif state["bad_validations"] >= cfg.patience:  # a rerun of a run that stopped early
+            reason = "early stop"
+        elif self.world.is_main and cfg.max_minutes is not None and elapsed >= cfg.max_minutes * 60:
+            reason = "max minutes"
+        return STOPS[self.world.first_of(STOPS.index(reason))]
 
-    def _batch(self, indices: list[int], src_ids: list[list[int]], tgt_ids: list[list[int]]) -> Batch:
-        src = [src_ids[i] for i in indices]
-        tgt = [tgt_ids[i] for i in indices]
+    def _batch(self, indices, rows) -> Batch:
+        src, tgt = rows(indices)
         return collate(src, tgt, self.max_len).to(self.device)
 
-    def _train_step(self, batch: Batch, step: int) -> float:
-        cfg = self.config
-        self.model.train()
-        lr = lr_schedule(step, cfg.lr, cfg.warmup)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        with self.autocast:
-            loss = self._loss(batch, cfg.label_smoothing)
-        loss = loss / batch.n_tokens
-        value = loss.item()
-        if not math.isfinite(value):
+    def _train_step(self, batch: Batch, step: int, weight: float) -> tuple[float, int]:
+        try:
+            return self.train_step(batch, lr_schedule(step, self.config.lr, self.config.warmup), weight)
+        except NonFiniteLoss as e:
             raise Seq2SeqError(
-                f"the training loss became {value} at step {step}; stopped without saving, "
+                f"the training loss became {e.args[0]} at step {step}; stopped without saving, "
                 f"the last good checkpoint in {self.run_dir} is kept (try a lower --lr)"
-            )
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
-        self.optimizer.step()
-        return value
-
-    def _loss(self, batch: Batch, label_smoothing: float) -> torch.Tensor:
-        """Cross-entropy summed over real target tokens (padding ignored)."""
-        logits = self.model(batch.src, batch.tgt_in)  # (B, T, V)
-        return F.cross_entropy(
-            logits.float().flatten(0, 1),
-            batch.tgt_out.flatten(),
-            ignore_index=PAD_ID,
-            label_smoothing=label_smoothing,
-            reduction="sum",
-        )
+            ) from None
 
     @torch.no_grad()
     def val_loss(self) -> float:
@@ -156,10 +161,11 @@ class Loop:
         self.model.eval()
         src, tgt = self.val_src, self.val_tgt
         total, count = 0.0, 0
+        rows = lambda indices: ([src[i] for i in indices], [tgt[i] for i in indices])  # noqa: E731
         for indices in token_batches(lengths(src, tgt), self.config.max_tokens, seed=0, epoch=0):
-            batch = self._batch(indices, src, tgt)
+            batch = self._batch(indices, rows)
             with self.autocast:
-                total += self._loss(batch, label_smoothing=0.0).item()
+                total += summed_loss(self.model, batch, label_smoothing=0.0).item()
             count += batch.n_tokens
         return total / max(count, 1)
 
@@ -196,8 +202,9 @@ class Loop:
         return row
 
     def save(self, state: dict) -> None:
-        """The training state to resume from at exactly the next batch."""
-        ckpt.save_training_state(self.run_dir / ckpt.LAST, self.model, self.optimizer, state)
+        """The training state to resume from at exactly the next batch (rank 0 writes it)."""
+        if self.world.is_main:
+            ckpt.save_training_state(self.run_dir / ckpt.LAST, self.model, self.optimizer, state)
 
 
 def lengths(src_ids: list[list[int]], tgt_ids: list[list[int]]) -> list[int]:

@@ -18,7 +18,7 @@ class Tokenizer:
     """Text <-> piece ids through a trained SentencePiece model."""
 
     def __init__(self, path: str | Path):
-        path = Path(path)
+        self.path = path = Path(path)
         if not path.is_file():
             raise Seq2SeqError(f"no tokenizer at {path}; run `seq2seq tokenize` or `seq2seq train`")
         self.sp = spm.SentencePieceProcessor()

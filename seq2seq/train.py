@@ -4,14 +4,17 @@ early stopping, and exact resume from the run directory."""
 
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import torch
 
 from seq2seq import checkpoint as ckpt
-from seq2seq.data import FilterReport, filter_pairs, load_pairs
-from seq2seq.device import resolve_device, use_bf16
+from seq2seq import tokenized
+from seq2seq.data import MAX_RATIO, FilterReport, corpus_identity, load_pairs
+from seq2seq.device import use_bf16
+from seq2seq.distributed import World, world
 from seq2seq.errors import Seq2SeqError
 from seq2seq.lock import run_lock
 from seq2seq.loop import Loop, Reporter
@@ -38,10 +41,21 @@ class TrainConfig:
     seed: int = 1
     device: str = "auto"
     bf16: bool = True  # bf16 autocast where the hardware runs it fast (CUDA, CPUs with AVX512-BF16/AMX)
+    world_size: int = 1  # processes training data-parallel (torchrun); each step takes one batch per process
 
 
-# The limits belong to one invocation: a resumed run takes them from the new command line.
-LIMITS = ("epochs", "max_steps", "max_minutes", "patience", "save_every_minutes", "device", "bf16")
+# The limits belong to one invocation: a resumed run takes them from the new command line (a run
+# started with N processes may resume with M).
+LIMITS = (
+    "epochs",
+    "max_steps",
+    "max_minutes",
+    "patience",
+    "save_every_minutes",
+    "device",
+    "bf16",
+    "world_size",
+)
 
 
 def stored_train_config(run_dir: Path) -> TrainConfig:
@@ -67,29 +81,30 @@ def train(
     reporter: Reporter | None = None,
     should_stop: Callable[[], bool] = lambda: False,
 ) -> dict:
-    """Train (or resume) the run in `run_dir`, holding its lock; returns the final validation row."""
-    with run_lock(run_dir):
-        return _train(Path(run_dir), config, model_config, data_dir, reporter or Reporter(), should_stop)
+    """Train (or resume) the run in `run_dir`, holding its lock; returns the final validation row.
+    Under torchrun every process calls this; rank 0 holds the lock, writes and reports."""
+    with world(config.device) as here:
+        config = replace(config, world_size=here.size)
+        with run_lock(run_dir) if here.is_main else nullcontext():
+            reporter = (reporter or Reporter()) if here.is_main else Reporter()
+            return _train(Path(run_dir), config, model_config, data_dir, reporter, should_stop, here)
 
 
-def _train(run_dir, config, model_config, data_dir, reporter, should_stop) -> dict:
+def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here: World) -> dict:
     start_time = time.monotonic()
-    ckpt.remove_stale_temporaries(run_dir)
     resuming = (run_dir / ckpt.LAST).is_file()
     if resuming:
         stored = stored_train_config(run_dir)
         config = replace(stored, **{k: getattr(config, k) for k in LIMITS})
         model_config = ckpt.model_config(ckpt.load_config(run_dir))
-    device = resolve_device(config.device)
-    train_pairs = load_pairs(config.corpus, "train", config.src, config.tgt, data_dir)
-    val_pairs = load_pairs(config.corpus, "val", config.src, config.tgt, data_dir)
-    tokenizer = _tokenizer(run_dir, config, train_pairs)  # on every pair, as `seq2seq tokenize` does
-    train_pairs, report = filter_pairs(train_pairs, tokenizer.count_pieces, model_config.max_positions - 1)
-    model_config = replace(model_config, vocab_size=tokenizer.vocab_size)
-    ckpt.save_config(run_dir, ckpt.config_sections(model_config, config, tokenizer))
+    folder, model_config, val_pairs = here.from_main(
+        lambda: _prepare(run_dir, config, model_config, data_dir)
+    )
+    tokenizer = Tokenizer(run_dir / ckpt.TOKENIZER)
+    train_set = tokenized.load(folder)
 
     torch.manual_seed(config.seed)
-    model = build_model(model_config).to(device)
+    model = build_model(model_config).to(here.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=(0.9, 0.98), eps=1e-9)
     state = {"step": 0, "epoch": 0, "batch": 0, "best_bleu": -1.0, "bad_validations": 0, "validated_step": 0}
     if resuming:
@@ -97,22 +112,49 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop) -> di
         best = ckpt.best_score(run_dir)
         if best is not None and best > state["best_bleu"]:  # killed between the two writes
             state["best_bleu"], state["bad_validations"] = best, 0
-    reporter.start(_start_info(config, model, report, len(val_pairs), state, device))
+    if not here.is_main:  # the same weights everywhere, but each process its own dropout masks
+        torch.manual_seed(config.seed * 1_000_003 + 7_919 * here.rank + state["step"])
+    reporter.start(_start_info(config, model, train_set.report, len(val_pairs), state, here))
 
-    loop = Loop(run_dir, config, model, optimizer, tokenizer, train_pairs, val_pairs, device)
+    loop = Loop(run_dir, config, model, optimizer, tokenizer, train_set, val_pairs, here)
     return loop.run(state, reporter, should_stop, start_time)
 
 
-def _tokenizer(run_dir: Path, config: TrainConfig, pairs: list[tuple[str, str]]) -> Tokenizer:
+def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data_dir):
+    """Rank 0's part of the start: the validation pairs, the tokenizer (trained on every training
+    pair, as `seq2seq tokenize` does, if the run has none), the tokenized training set (built only
+    when the corpus, the tokenizer or the filter changed) and config.json. Returns the set's folder."""
+    ckpt.remove_stale_temporaries(run_dir)
+    val_pairs = load_pairs(config.corpus, "val", config.src, config.tgt, data_dir)
+    loaded = []  # the training text, read at most once, and only when something needs it
+
+    def train_pairs() -> list:
+        return (
+            loaded.pop() if loaded else load_pairs(config.corpus, "train", config.src, config.tgt, data_dir)
+        )
+
     path = run_dir / ckpt.TOKENIZER
-    if path.is_file():
-        return Tokenizer(path)
-    return train_tokenizer(
-        (text for pair in pairs for text in pair), path, config.vocab_size, seed=config.seed
-    )
+    if not path.is_file():
+        loaded.append(train_pairs())
+        train_tokenizer(
+            (text for pair in loaded[0] for text in pair), path, config.vocab_size, seed=config.seed
+        )
+    identity = corpus_identity(config.corpus, "train", config.src, config.tgt, data_dir)
+    if identity is None:  # a hub dataset: known by its content
+        loaded[:] = [train_pairs()]
+        identity = tokenized.content_identity(loaded[0])
+    max_len = model_config.max_positions - 1
+    key = tokenized.cache_key(identity, path, max_len, MAX_RATIO)
+    train_set = tokenized.open_or_build(run_dir, key, train_pairs, path, max_len)
+    del loaded[:]
+    tokenizer = Tokenizer(path)
+    model_config = replace(model_config, vocab_size=tokenizer.vocab_size)
+    ckpt.save_config(run_dir, ckpt.config_sections(model_config, config, tokenizer))
+    return str(train_set.folder), model_config, val_pairs
 
 
-def _start_info(config, model, report: FilterReport, n_val: int, state: dict, device) -> dict:
+def _start_info(config, model, report: FilterReport, n_val: int, state: dict, here: World) -> dict:
+    device = str(here.device) + (" (bf16 autocast)" if use_bf16(here.device, config.bf16) else "")
     return {
         "pairs": report.kept,
         "dropped": report.dropped,
@@ -121,6 +163,8 @@ def _start_info(config, model, report: FilterReport, n_val: int, state: dict, de
         "val_pairs": n_val,
         "parameters": sum(p.numel() for p in model.parameters()),
         "resumed_step": state["step"],
-        "device": str(device) + (" (bf16 autocast)" if use_bf16(device, config.bf16) else ""),
+        "device": device,
+        "world_size": here.size,
+        "backend": here.backend,
         "config": asdict(config),
     }

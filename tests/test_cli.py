@@ -1,6 +1,7 @@
 """The user's whole first session, end to end, on a small synthetic corpus in the Multi30k layout."""
 
 import json
+import shutil
 
 import pytest
 
@@ -67,9 +68,7 @@ def test_train_wrote_a_complete_run(trained):
 def test_train_again_resumes(trained, tmp_path):
     data, run, _ = trained
     copy = tmp_path / "run"
-    copy.mkdir()
-    for f in run.iterdir():
-        (copy / f.name).write_bytes(f.read_bytes())
+    shutil.copytree(run, copy)
     result = run_process([*TRAIN[:3], "--max-steps", "6", *TRAIN[5:], "--data-dir", data, "--run", copy])
     assert result.code == 0, result.err
     assert "resuming from step 4" in result.out

@@ -187,9 +187,9 @@ def test_a_time_budget_pays_for_the_final_validation_from_the_first_run_on(tmp_p
     monkeypatch.setattr(importlib.import_module("seq2seq.train"), "time", fake_time)
     step, evaluate = Loop._train_step, loop_module.evaluate
 
-    def timed_step(self, batch, number):
+    def timed_step(self, batch, number, weight):
         clock.now += 1.0
-        return step(self, batch, number)
+        return step(self, batch, number, weight)
 
     def timed_evaluate(model, tokenizer, pairs, options):
         clock.now += 0.25 * len(pairs)
@@ -214,9 +214,9 @@ def assert_same_training_state(run_a, run_b) -> None:
 
 
 def record_steps(train_step, steps: list):
-    def recorded(self, batch, step):
+    def recorded(self, batch, step, weight):
         steps.append(step)
-        return train_step(self, batch, step)
+        return train_step(self, batch, step, weight)
 
     return recorded
 

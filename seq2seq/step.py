@@ -1,0 +1,75 @@
+"""One optimizer step, in one process or data-parallel across several.
+
+The loss of a step is the label-smoothed cross-entropy summed over every real target token of the
+step's batches and divided by their count: with N processes each holds one batch, so each
+scales its summed loss by N / (the step's tokens over all processes) before DistributedDataParallel
+averages the gradients. The update is then the one a single process would make on the union of
+the N batches, whatever their sizes (fairseq normalises the same way).
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seq2seq.batch import PAD_ID, Batch
+from seq2seq.distributed import World
+
+
+def summed_loss(model: nn.Module, batch: Batch, label_smoothing: float) -> torch.Tensor:
+    """Cross-entropy summed over real target tokens (padding ignored)."""
+    logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+    return F.cross_entropy(
+        logits.float().flatten(0, 1),
+        batch.tgt_out.flatten(),
+        ignore_index=PAD_ID,
+        label_smoothing=label_smoothing,
+        reduction="sum",
+    )
+
+
+def data_parallel(model: nn.Module, world: World) -> nn.Module:
+    """What the training forward runs through: the model itself in one process, else DDP around it
+    (its buffers are constant tables, so they need no broadcast each step)."""
+    if world.size == 1:
+        return model
+    device_ids = [world.device.index] if world.device.type == "cuda" else None
+    return nn.parallel.DistributedDataParallel(
+        model, device_ids=device_ids, broadcast_buffers=False, gradient_as_bucket_view=True
+    )
+
+
+class NonFiniteLoss(Exception):
+    """The step's loss is inf or nan; raised before any weight changes."""
+
+
+class TrainStep:
+    def __init__(
+        self, model: nn.Module, optimizer, world: World, autocast, clip_norm: float, smoothing: float
+    ):
+        self.model, self.optimizer, self.world, self.autocast = model, optimizer, world, autocast
+        self.clip_norm, self.smoothing = clip_norm, smoothing
+
+    def __call__(self, batch: Batch, lr: float, weight: float = 1.0) -> tuple[float, int]:
+        """Train on `batch` (weight 0: this process has none this step, see rank_batch); returns
+        the step's mean loss per token and its token count, over all processes."""
+        self.model.train()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        with self.autocast:
+            loss_sum = summed_loss(self.model, batch, self.smoothing)
+        if self.world.size == 1:
+            loss = loss_sum / batch.n_tokens
+            value, n_tokens = loss.item(), batch.n_tokens
+        else:
+            total, n_tokens = self.world.sum([loss_sum.item() * weight, batch.n_tokens * weight])
+            loss = loss_sum * (weight * self.world.size) / n_tokens
+            value = total / n_tokens
+        if not math.isfinite(value):  # the same on every process: they share `total`
+            raise NonFiniteLoss(value)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm)
+        self.optimizer.step()
+        return value, int(n_tokens)

@@ -1,0 +1,164 @@
+"""The training pairs as token ids in `datasets`' Arrow storage: tokenized once, kept on disk in the
+run directory, memory-mapped on every later start.
+
+Why: as Python lists a token costs about 36 bytes, so a corpus of millions of pairs needs many GB
+of RAM before the first step; in Arrow it costs 4 bytes on disk and only the pages a batch touches
+are read. The stored set is keyed by the corpus files (path, size, mtime), the tokenizer's bytes
+and the length filter, so a second start on the same data opens it at once, and any change to
+them tokenizes again.
+
+    <run>/tokenized/train-<key>/    the kept pairs: src_ids, tgt_ids, length (save_to_disk layout)
+                        report.json the filter's counts (seq2seq.data.FilterReport)
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from seq2seq.data import KEEP, MAX_RATIO, FilterReport, Pair, import_datasets, pair_verdict
+from seq2seq.errors import Seq2SeqError
+
+FOLDER = "tokenized"
+FORMAT = 1  # bump when the stored columns or their meaning change
+REPORT = "report.json"
+PARALLEL_FROM = 200_000  # pairs; below this a worker pool costs more than it saves
+
+
+class TokenizedPairs:
+    """Kept training pairs as ids; `rows` gathers one batch's worth from the memory-mapped table."""
+
+    def __init__(self, dataset, report: FilterReport, folder: Path):
+        self.dataset, self.report, self.folder = dataset, report, folder
+        self.lengths = dataset.data.column("length").to_numpy()  # (N,) longer side + EOS
+        self._arrow = dataset.with_format("arrow")
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def rows(self, indices) -> tuple[list[list[int]], list[list[int]]]:
+        table = self._arrow[[int(i) for i in indices]]
+        return table.column("src_ids").to_pylist(), table.column("tgt_ids").to_pylist()
+
+
+def cache_key(identity: str, tokenizer_path: Path, max_len: int, max_ratio: float) -> str:
+    digest = hashlib.sha256()
+    digest.update(json.dumps([FORMAT, identity, max_len, max_ratio]).encode())
+    digest.update(Path(tokenizer_path).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def content_identity(pairs: list[Pair]) -> str:
+    """The identity of a corpus known only by its text (a hub dataset): a hash of every pair."""
+    digest = hashlib.sha256()
+    for src_text, tgt_text in pairs:
+        digest.update(f"{src_text}\t{tgt_text}\n".encode())
+    return digest.hexdigest()
+
+
+def open_or_build(
+    run_dir: Path,
+    key: str,
+    pairs: Callable[[], list[Pair]],
+    tokenizer_path: Path,
+    max_len: int,
+    max_ratio: float = MAX_RATIO,
+) -> TokenizedPairs:
+    """The stored pairs for `key`, built from `pairs()` (called only on a miss) when absent. Sets of
+    other keys are removed: they belong to a corpus or tokenizer the run no longer uses."""
+    root = Path(run_dir) / FOLDER
+    target = root / f"train-{key}"
+    if not (target / REPORT).is_file():
+        _remove_others(root, keep=None)
+        _build(pairs(), tokenizer_path, max_len, max_ratio, target)
+    _remove_others(root, keep=target.name)
+    return load(target)
+
+
+def load(folder: str | Path) -> TokenizedPairs:
+    folder, datasets = Path(folder), import_datasets()
+    try:
+        report = FilterReport(**json.loads((folder / REPORT).read_text(encoding="utf-8")))
+        dataset = datasets.load_from_disk(str(folder))
+    except (OSError, ValueError, TypeError) as e:
+        raise Seq2SeqError(f"{folder} is not a readable tokenized corpus ({e}); delete it") from None
+    return TokenizedPairs(dataset, report, folder)
+
+
+def _build(pairs: list[Pair], tokenizer_path: Path, max_len: int, max_ratio: float, target: Path) -> None:
+    """Tokenize with a batched `map` (a worker per core on a large corpus), keep what the filter
+    keeps, and write it beside `target` before one rename, so a killed build leaves no half set."""
+    datasets = import_datasets()
+    table = datasets.Dataset.from_dict({"src": [s for s, _ in pairs], "tgt": [t for _, t in pairs]})
+    n_pairs = len(pairs)
+    del pairs  # the caller's list may be dropped now; the Arrow table holds the text
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
+        encoded = table.map(
+            Encoder(str(tokenizer_path), max_len, max_ratio),
+            batched=True,
+            batch_size=10_000,
+            remove_columns=["src", "tgt"],
+            cache_file_name=str(Path(tmp) / "encoded.arrow"),
+            num_proc=(os.cpu_count() or 1) if n_pairs >= PARALLEL_FROM else None,
+            features=datasets.Features(
+                {
+                    "src_ids": datasets.Sequence(datasets.Value("int32")),
+                    "tgt_ids": datasets.Sequence(datasets.Value("int32")),
+                    "length": datasets.Value("int32"),
+                    "verdict": datasets.Value("int8"),
+                }
+            ),
+        )
+        verdicts = encoded.data.column("verdict").to_numpy()
+        report = FilterReport(max_len=max_len)
+        for verdict, n in zip(*np.unique(verdicts, return_counts=True), strict=True):
+            report.count(int(verdict), int(n))
+        if not report.kept:
+            raise Seq2SeqError(f"every one of the {n_pairs} training pairs was filtered out")
+        kept = encoded.select(np.flatnonzero(verdicts == KEEP)).remove_columns("verdict")
+        staged = Path(tmp) / "kept"
+        kept.save_to_disk(str(staged))
+        (staged / REPORT).write_text(json.dumps(asdict(report)), encoding="utf-8")
+        del encoded, kept
+        os.replace(staged, target)
+
+
+class Encoder:
+    """The batched `map` function; picklable, so worker processes load the tokenizer themselves."""
+
+    def __init__(self, tokenizer_path: str, max_len: int, max_ratio: float):
+        self.tokenizer_path, self.max_len, self.max_ratio = tokenizer_path, max_len, max_ratio
+        self._sp = None
+
+    def __call__(self, batch: dict) -> dict:
+        if self._sp is None:
+            import sentencepiece as spm
+
+            self._sp = spm.SentencePieceProcessor(model_file=self.tokenizer_path)
+        src, tgt = self._sp.Encode(batch["src"]), self._sp.Encode(batch["tgt"])
+        return {
+            "src_ids": src,
+            "tgt_ids": tgt,
+            "length": [max(len(s), len(t)) + 1 for s, t in zip(src, tgt, strict=True)],
+            "verdict": [
+                pair_verdict(a, b, len(s), len(t), self.max_len, self.max_ratio)
+                for a, b, s, t in zip(batch["src"], batch["tgt"], src, tgt, strict=True)
+            ],
+        }
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_sp": None}
+
+
+def _remove_others(root: Path, keep: str | None) -> None:
+    if root.is_dir():
+        for folder in root.iterdir():
+            if folder.name != keep and folder.name.startswith(("train-", ".build-")):
+                shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,119 @@
+"""Data-parallel training: real 2-process gloo jobs on CPU, started with torchrun."""
+
+import json
+import os
+import subprocess
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from seq2seq.batch import collate
+from seq2seq.checkpoint import CONFIG, LAST, load_run, read_metrics
+from seq2seq.decode import DecodeOptions, translate
+from seq2seq.distributed import World, rank_batch
+from seq2seq.step import TrainStep
+from tests.ddp_step import fresh_model, step_batches
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def in_this_checkout() -> dict:
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def torchrun(*args: str, cwd: Path, nproc: int = 2, timeout: float = 240) -> subprocess.CompletedProcess:
+    """`torchrun --standalone --nproc-per-node N ARGS`, through `python -m` so that it is this
+    interpreter's torch; one thread per process, as the machine has few cores."""
+    env = {**in_this_checkout(), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
+    return subprocess.run(
+        [*command, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_ranks_shares_of_an_epoch_are_disjoint_and_cover_it():
+    for n_batches in (1, 2, 5, 8, 13):
+        for size in (1, 2, 3, 4):
+            taken = {rank: [] for rank in range(size)}
+            start, steps = 0, 0
+            while start < n_batches:  # the loop's walk: one batch per process per step
+                for rank in range(size):
+                    index, weight = rank_batch(list(range(n_batches)), start, World(rank=rank, size=size))
+                    if weight:
+                        taken[rank].append(index)
+                start, steps = min(start + size, n_batches), steps + 1
+            everything = sorted(i for share in taken.values() for i in share)
+            assert everything == list(range(n_batches)), (n_batches, size)
+            assert steps == -(-n_batches // size)
+
+
+def test_a_two_process_step_equals_one_process_on_the_union_of_the_batches(tmp_path):
+    out = tmp_path / "ddp.safetensors"
+    result = torchrun(str(REPO / "tests" / "ddp_step.py"), str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "agreed 3" in result.stdout  # rank 1's stop request reached rank 0
+
+    (src_a, tgt_a), (src_b, tgt_b) = step_batches()
+    union = collate(src_a + src_b, tgt_a + tgt_b, max_len=64)
+    model, optimizer = fresh_model()
+    untouched = {k: v.clone() for k, v in model.state_dict().items()}
+    loss, tokens = TrainStep(model, optimizer, World(), nullcontext(), 1.0, 0.1)(union, lr=0.5)
+    assert f"tokens {tokens}" in result.stdout
+    assert abs(float(result.stdout.split()[1]) - loss) < 1e-5
+    ddp = load_file(str(out))
+    moved = sum((value - untouched[name]).abs().sum() for name, value in model.state_dict().items())
+    assert moved > 1.0  # the step did change the weights
+    for name, value in model.state_dict().items():
+        torch.testing.assert_close(ddp[name], value, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_two_processes_train_one_run_that_translates_and_resumes_in_one(tmp_path, corpus_dir):
+    run = tmp_path / "run"
+    args = ["-m", "seq2seq", "--", "train", "--data-dir", str(corpus_dir), "--preset", "tiny"]
+    args += ["--max-steps", "4", "--max-tokens", "64", "--fp32", "--run", str(run)]
+    result = torchrun(*args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("training pairs") == 1  # rank 0 alone reports
+    assert "x 2 processes (gloo)" in result.stdout
+    assert json.loads((run / CONFIG).read_text())["train"]["world_size"] == 2
+    rows = read_metrics(run)
+    assert [row["step"] for row in rows] == [4]  # one validation, written once
+    translated = subprocess.run(
+        [sys.executable, "-m", "seq2seq", "translate", "--run", str(run), "--beam", "2"],
+        input="a dog runs\nthe cat\n",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=in_this_checkout(),
+        timeout=120,
+    )
+    assert translated.returncode == 0, translated.stderr
+    assert len(translated.stdout.splitlines()) == 2
+
+    from seq2seq.train import TrainConfig, train
+
+    config = TrainConfig(max_steps=6, max_tokens=64, bf16=False)
+    final = train(run, config, None, data_dir=str(corpus_dir))  # the same run, now one process
+    assert final["step"] == 6
+    assert json.loads((run / CONFIG).read_text())["train"]["world_size"] == 1
+    assert (run / LAST).is_file()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_training_and_decoding_on_cuda(tmp_path, corpus_dir):
+    from seq2seq.model import preset_config
+    from seq2seq.train import TrainConfig, train
+
+    run = tmp_path / "run"
+    config = TrainConfig(max_steps=3, max_tokens=64, device="cuda")
+    final = train(run, config, preset_config("transformer", "tiny"), data_dir=str(corpus_dir))
+    assert final["step"] == 3
+    gpu_model, tokenizer = load_run(run, device="cuda")
+    cpu_model, _ = load_run(run, device="cpu")
+    lines = ["a dog runs", "two men sit"]
+    options = DecodeOptions(beam=1)
+    assert translate(gpu_model, tokenizer, lines, options) == translate(cpu_model, tokenizer, lines, options)

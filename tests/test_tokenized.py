@@ -1,0 +1,97 @@
+"""The Arrow-backed training set: the same batches as the list path, built once, rebuilt on change."""
+
+import os
+
+import pytest
+import torch
+
+from seq2seq import tokenized
+from seq2seq.batch import collate, token_batches
+from seq2seq.data import corpus_identity, filter_pairs, load_pairs
+from seq2seq.errors import Seq2SeqError
+from seq2seq.tokenizer import Tokenizer
+from tests.conftest import caption_tokenizer
+
+
+def build(run, corpus: str, tokenizer: Tokenizer, max_len: int = 20, pairs=None):
+    identity = corpus_identity(corpus, "train", "en", "fr")
+    key = tokenized.cache_key(identity, tokenizer.path, max_len, tokenized.MAX_RATIO)
+    load = pairs or (lambda: load_pairs(corpus, "train", "en", "fr"))
+    return tokenized.open_or_build(run, key, load, tokenizer.path, max_len)
+
+
+def tsv_corpus(folder, pairs):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "train.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    return str(folder / "{split}.tsv")
+
+
+@pytest.fixture
+def mixed_pairs():
+    """Captions plus pairs each filter drops: empty, too long, mismatched in length."""
+    pairs = [(f"a dog runs {i}", f"un chien court {i}") for i in range(40)]
+    pairs += [("", "vide"), (" ", "blanc"), ("a " * 30, "un " * 30), ("a b c d e f g h i j k l", "x")]
+    pairs += [(f"two men sit {i}", f"deux hommes assis {i}") for i in range(40)]
+    return pairs
+
+
+def test_arrow_batches_equal_the_list_batches_for_the_same_seed(tmp_path, mixed_pairs):
+    tokenizer = caption_tokenizer(tmp_path / "tok.model")
+    corpus = tsv_corpus(tmp_path / "corpus", mixed_pairs)
+    stored = build(tmp_path / "run", corpus, tokenizer)
+
+    kept, report = filter_pairs(mixed_pairs, tokenizer.count_pieces, max_len=20)  # the list path
+    src, tgt = tokenizer.encode([s for s, _ in kept]), tokenizer.encode([t for _, t in kept])
+    lengths = [max(len(s), len(t)) + 1 for s, t in zip(src, tgt, strict=True)]
+    assert stored.report == report and report.dropped == 4 and report.empty == 2
+    assert stored.lengths.tolist() == lengths
+    for epoch in range(3):
+        ours, theirs = token_batches(stored.lengths, 60, 7, epoch), token_batches(lengths, 60, 7, epoch)
+        assert [b.tolist() for b in ours] == [b.tolist() for b in theirs]
+        for indices in ours:
+            a = collate(*stored.rows(indices), max_len=32)
+            b = collate([src[i] for i in indices], [tgt[i] for i in indices], max_len=32)
+            assert torch.equal(a.src, b.src) and torch.equal(a.tgt_out, b.tgt_out)
+
+
+def test_a_second_start_reads_no_text_and_a_change_rebuilds(tmp_path, mixed_pairs):
+    tokenizer = caption_tokenizer(tmp_path / "tok.model")
+    corpus = tsv_corpus(tmp_path / "corpus", mixed_pairs)
+    first = build(tmp_path / "run", corpus, tokenizer)
+
+    def no_text():
+        raise AssertionError("the text was read although the stored set is current")
+
+    again = build(tmp_path / "run", corpus, tokenizer, pairs=no_text)
+    assert again.folder == first.folder and len(again) == len(first)
+
+    tsv_corpus(tmp_path / "corpus", mixed_pairs[:50])  # the corpus changes
+    changed = build(tmp_path / "run", corpus, tokenizer)
+    assert changed.folder != first.folder and len(changed) < len(first)
+    assert not first.folder.exists()  # the stale set is removed
+
+    other = caption_tokenizer(tmp_path / "tok2.model", vocab_size=60)  # the tokenizer changes
+    assert build(tmp_path / "run", corpus, other).folder != changed.folder
+    assert build(tmp_path / "run", corpus, other, max_len=10).folder != changed.folder
+
+
+def test_a_killed_build_leaves_nothing_that_looks_finished(tmp_path, mixed_pairs, monkeypatch):
+    tokenizer = caption_tokenizer(tmp_path / "tok.model")
+    corpus = tsv_corpus(tmp_path / "corpus", mixed_pairs)
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        build(tmp_path / "run", corpus, tokenizer)
+    monkeypatch.undo()
+    assert list((tmp_path / "run" / tokenized.FOLDER).iterdir()) == []
+    assert len(build(tmp_path / "run", corpus, tokenizer)) == 80
+
+
+def test_a_corpus_that_is_all_filtered_out_is_one_line(tmp_path):
+    tokenizer = caption_tokenizer(tmp_path / "tok.model")
+    corpus = tsv_corpus(tmp_path / "corpus", [("", "x"), ("a " * 40, "b " * 40)])
+    with pytest.raises(Seq2SeqError, match="every one of the 2 training pairs was filtered out"):
+        build(tmp_path / "run", corpus, tokenizer)
