@@ -7,55 +7,127 @@ process, two modes:
   compared on their first --forced-len pieces);
 - free: real decoding of the sentences, each side ending when it emits EOS.
 
-Each row: sentences/s for both (median of --repeats), their ratio, and the share of output lines
-that are identical token for token. Beam search agrees less often than greedy: the engine
-divides scores by length^alpha, we by ((5 + length) / 6)^alpha.
+and each precision both sides have: fp32; int8 (ours `--quantize int8`, PyTorch's dynamic int8;
+the engine's compute_type int8); bf16 where the CPU computes it natively (ours autocast, the
+engine's bfloat16). Each row: sentences/s for both (median of --repeats), their ratio, the share
+of output lines that are identical token for token, and in free mode, when the split's references
+are at hand, each side's BLEU, so that int8's cost in quality stands next to its speed.
+Beam search agrees less often than greedy: the engine divides scores by length^alpha, we by
+((5 + length) / 6)^alpha. Hugging Face `generate()` on the same weights follows (against_hf.py).
 """
 
+import contextlib
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+import torch
+from against_hf import generate, hf_model
+
 from seq2seq.decode import DecodeOptions
+from seq2seq.device import use_bf16
+from seq2seq.evaluate import score
 from seq2seq.export import export_ctranslate2
+from seq2seq.quantize import quantize
+
+HEADER = (
+    "| mode | search | precision | seq2seq sent/s | {peer} sent/s | ratio | identical lines "
+    "| BLEU seq2seq | BLEU {peer} |"
+)
 
 
-def compare(model, tokenizer, run: str, sources: list[list[int]], args, measure) -> None:
-    """`measure` is bench_decode's: (median seconds, tokens, outputs in input order)."""
+def compare(model, tokenizer, run: str, sources, references, args, measure) -> None:
+    """`measure` is bench_decode's: (median seconds, tokens, outputs in input order);
+    `references`: the target side of the sentences, or None (no BLEU column)."""
     import ctranslate2
 
+    precisions = {  # name: (our model, the context it decodes in, the engine's compute_type)
+        "fp32": (model, contextlib.nullcontext, "float32"),
+        "int8": (quantize(model, "int8"), contextlib.nullcontext, "int8"),
+    }
+    if use_bf16(torch.device("cpu"), True):
+        precisions["bf16"] = (model, lambda: torch.autocast("cpu", torch.bfloat16), "bfloat16")
+        bf16_note = ""
+    else:
+        bf16_note = (
+            "bf16 rows skipped: this CPU has no native bf16 (AVX512-BF16 or AMX); both PyTorch and "
+            "the engine would emulate it, slower than fp32"
+        )
+    bleu = _bleu(tokenizer, references)
+    modes = {f"forced {args.forced_len}": (args.forced_len, args.forced_len + 1), "free": (None, None)}
     with tempfile.TemporaryDirectory() as tmp:
         engine_dir = export_ctranslate2(run, Path(tmp) / "model")
-        engine = ctranslate2.Translator(
-            str(engine_dir), device="cpu", intra_threads=args.threads, inter_threads=1
-        )
         pieces = [tokenizer.id_pieces(ids[:-1]) for ids in sources]  # the engine adds </s>
-        print(
-            f"\nagainst CTranslate2 {ctranslate2.__version__}, fp32, same weights, {len(sources)} sentences"
-        )
-        print("| mode | search | seq2seq sent/s | CTranslate2 sent/s | ratio | identical lines |")
-        print("|---|---|---|---|---|---|")
-        for mode, (ours_len, engine_len) in {
-            f"forced {args.forced_len}": (args.forced_len, args.forced_len + 1),
-            "free": (None, None),
-        }.items():
-            for beam in args.beams:
-                options = DecodeOptions(
-                    beam=beam, min_len=ours_len or 0, max_len=ours_len, batch_size=args.batch_size
-                )
-                ours_s, _, ours_out = measure(model, sources, options, args.repeats)
-                limits = {"min_decoding_length": engine_len or 1, "max_decoding_length": engine_len or 256}
-                engine_s, engine_out = _engine(engine, tokenizer, pieces, beam, args, limits)
-                if ours_len:  # the engine's extra step is the one we spend on EOS
-                    engine_out = [out[:ours_len] for out in engine_out]
-                same = sum(a == b for a, b in zip(ours_out, engine_out, strict=True)) / len(sources)
-                n = len(sources)
-                print(
-                    f"| {mode} | {'greedy' if beam == 1 else f'beam {beam}'} | {n / ours_s:.1f} | "
-                    f"{n / engine_s:.1f} | {engine_s / ours_s:.2f} | {same:.1%} |",
-                    flush=True,
-                )
+        print(f"\nagainst CTranslate2 {ctranslate2.__version__}, same weights, {len(sources)} sentences")
+        if bf16_note:
+            print(bf16_note)
+        print(HEADER.format(peer="CTranslate2"))
+        print("|---" * 9 + "|")
+        ours_fp32 = {}
+        for name, (ours, context, compute_type) in precisions.items():
+            engine = ctranslate2.Translator(
+                str(engine_dir),
+                device="cpu",
+                intra_threads=args.threads,
+                inter_threads=1,
+                compute_type=compute_type,
+            )
+            for mode, (ours_len, engine_len) in modes.items():
+                for beam in args.beams:
+                    options = DecodeOptions(
+                        beam=beam, min_len=ours_len or 0, max_len=ours_len, batch_size=args.batch_size
+                    )
+                    with context():
+                        ours_s, _, ours_out = measure(ours, sources, options, args.repeats)
+                    limits = {
+                        "min_decoding_length": engine_len or 1,
+                        "max_decoding_length": engine_len or 256,
+                    }
+                    engine_s, engine_out = _engine(engine, tokenizer, pieces, beam, args, limits)
+                    if ours_len:  # the engine's extra step is the one we spend on EOS
+                        engine_out = [out[:ours_len] for out in engine_out]
+                    if name == "fp32":
+                        ours_fp32[mode, beam] = ours_s, ours_out
+                    scores = (bleu(ours_out), bleu(engine_out)) if not ours_len else ("", "")
+                    _row(mode, beam, name, len(sources), ours_s, engine_s, ours_out, engine_out, scores)
+            del engine
+    _against_hf(model, sources, modes, ours_fp32, bleu, args)
+
+
+def _against_hf(model, sources, modes, ours_fp32, bleu, args) -> None:
+    """The second peer, fp32 only: our fp32 rows (already timed) against HF generate()."""
+    hf, note = hf_model(model)
+    print(f"\n{note}")
+    if hf is None:
+        return
+    print(HEADER.format(peer="HF generate"))
+    print("|---" * 9 + "|")
+    for mode, (ours_len, steps) in modes.items():
+        for beam in args.beams:
+            ours_s, ours_out = ours_fp32[mode, beam]
+            hf_s, hf_out = generate(hf, sources, beam, args, steps)
+            if ours_len:
+                hf_out = [out[:ours_len] for out in hf_out]
+            scores = (bleu(ours_out), bleu(hf_out)) if not ours_len else ("", "")
+            _row(mode, beam, "fp32", len(sources), ours_s, hf_s, ours_out, hf_out, scores)
+
+
+def _row(mode, beam, precision, n, ours_s, peer_s, ours_out, peer_out, scores) -> None:
+    same = sum(a == b for a, b in zip(ours_out, peer_out, strict=True)) / n
+    search = "greedy" if beam == 1 else f"beam {beam}"
+    print(
+        f"| {mode} | {search} | {precision} | {n / ours_s:.1f} | {n / peer_s:.1f} | {peer_s / ours_s:.2f} | "
+        f"{same:.1%} | {scores[0]} | {scores[1]} |",
+        flush=True,
+    )
+
+
+def _bleu(tokenizer, references):
+    """outputs (id lists) -> their sacreBLEU score as text, or "" when there are no references."""
+    if references is None:
+        return lambda outputs: ""
+    return lambda outputs: f"{score(tokenizer.decode(outputs), references).bleu:.2f}"
 
 
 def _engine(engine, tokenizer, pieces, beam: int, args, limits: dict):

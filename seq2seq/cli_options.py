@@ -15,3 +15,19 @@ DEVICE = typer.Option("auto", "--device", help="auto, cpu or cuda.")
 BF16 = typer.Option(
     False, "--bf16", help="bf16 autocast where the device computes it natively (CUDA, AVX512-BF16 CPUs)."
 )
+QUANTIZE = typer.Option(
+    None, "--quantize", help="int8: dynamic int8 linear layers on the CPU (fbgemm) [default: fp32]."
+)
+
+
+def check_precision(quantize: str | None, bf16: bool) -> None:
+    """--quantize and --bf16 are two answers to one question; refuse the pair, and unknown modes,
+    before any work."""
+    from seq2seq.quantize import QUANTIZATIONS
+
+    if quantize is not None and quantize not in QUANTIZATIONS:
+        raise typer.BadParameter(
+            f"{quantize!r} is not one of {', '.join(QUANTIZATIONS)}", param_hint="--quantize"
+        )
+    if quantize is not None and bf16:
+        raise typer.BadParameter("int8 and bf16 do not combine; choose one", param_hint="--quantize")

@@ -9,7 +9,16 @@ import typer
 
 from seq2seq import cli_display as display
 from seq2seq.cli_io import LineWriter, arguments, count_lines, line_groups, numbered, one_line
-from seq2seq.cli_options import BATCH_SIZE, BEAM, BF16, DEVICE, GREEDY, LENGTH_PENALTY
+from seq2seq.cli_options import (
+    BATCH_SIZE,
+    BEAM,
+    BF16,
+    DEVICE,
+    GREEDY,
+    LENGTH_PENALTY,
+    QUANTIZE,
+    check_precision,
+)
 
 GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
 
@@ -29,6 +38,7 @@ def translate(
     no_cache: bool = typer.Option(False, "--no-cache", help="Recompute the prefix every step."),
     device: str = DEVICE,
     bf16: bool = BF16,
+    quantize: str | None = QUANTIZE,
     show_attention: bool = typer.Option(
         False, "--show-attention", help="Show each translation's cross-attention (on stderr)."
     ),
@@ -63,12 +73,17 @@ def translate(
         bf16=bf16,
     )
     options.check()
+    check_precision(quantize, bf16)
     texts = arguments(text) if text else None
     live = texts is None and input is None and sys.stdin.isatty()
     progress = output is not None and not live
     total = len(texts) if texts else count_lines(input) if input and progress else None
     with LineWriter(output) as writer:
         model, tokenizer = load_run(run, resolve_device(device))
+        if quantize is not None:
+            from seq2seq.quantize import quantize as quantized
+
+            model = quantized(model, quantize)
         if live:
             groups = prompted_lines()
         else:

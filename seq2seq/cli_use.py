@@ -8,7 +8,17 @@ import typer
 
 from seq2seq import cli_display as display
 from seq2seq.cli_io import one_line, read_lines, write_lines
-from seq2seq.cli_options import BATCH_SIZE, BEAM, BF16, DATA_DIR, DEVICE, GREEDY, LENGTH_PENALTY
+from seq2seq.cli_options import (
+    BATCH_SIZE,
+    BEAM,
+    BF16,
+    DATA_DIR,
+    DEVICE,
+    GREEDY,
+    LENGTH_PENALTY,
+    QUANTIZE,
+    check_precision,
+)
 from seq2seq.errors import Seq2SeqError
 
 
@@ -26,6 +36,7 @@ def evaluate(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     device: str = DEVICE,
     bf16: bool = BF16,
+    quantize: str | None = QUANTIZE,
     baseline: Path | None = typer.Option(
         None, "--baseline", help="Another system's translations of the same test set, to test against."
     ),
@@ -49,6 +60,7 @@ def evaluate(
         beam=1 if greedy else beam, length_penalty=length_penalty, batch_size=batch_size, bf16=bf16
     )
     options.check()
+    check_precision(quantize, bf16)
     if baseline is not None and baseline_run is not None:
         raise typer.BadParameter("give --baseline or --baseline-run, not both", param_hint="--baseline")
     if paired not in TESTS:
@@ -68,8 +80,13 @@ def evaluate(
     if baseline_lines is not None and len(baseline_lines) != len(pairs):
         raise Seq2SeqError(f"{baseline} has {len(baseline_lines)} lines but the test set has {len(pairs)}")
     model, tokenizer = load_run(run, resolve_device(device))
+    if quantize is not None:  # the baseline run, when there is one, is decoded the same way
+        from seq2seq.quantize import quantize as quantized
+
+        model = quantized(model, quantize)
     if baseline_run is not None:
         other, other_tokenizer = load_run(baseline_run, resolve_device(device))
+        other = quantized(other, quantize) if quantize is not None else other
         baseline_lines = evaluate_pairs(other, other_tokenizer, pairs, options).hypotheses
     result = evaluate_pairs(model, tokenizer, pairs, options)
     if output is not None:

@@ -11,6 +11,9 @@ and the attention views rely on: none of them ever asks which architecture it ho
     logits = model(src, tgt_in)                          teacher forcing, for training
     weights = model.attention(src, tgt_in)               teacher forcing that returns the weights
     model.cfg.max_positions                              the longest source or target, in pieces
+    model.embed, model.generator                         the joint embedding, and the output layer
+                                                         (None: the embedding matrix, tied); int8
+                                                         decoding (`quantize.py`) sets its own
 
 `init_cache(..., use_cache=False)` gives the uncached path (`cache.PrefixCache`): every step
 re-runs the decoder over the whole prefix, for the tests and benchmarks that check the cache.

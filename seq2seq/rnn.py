@@ -114,6 +114,8 @@ class RNN(nn.Module):
         else:
             self.attn = MultiplicativeAttention(D, cfg.score)
             self.output = nn.Linear(2 * D, D, bias=False)  # h~_t = tanh(W_c [c_t; s_t])
+        # The output layer is the embedding matrix (tied); `quantize` sets an int8 copy here.
+        self.generator: nn.Module | None = None
         # As in the Transformer: N(0, 1/D) so the tied output layer starts with small logits
         # (PyTorch's N(0, 1) makes the first loss about twice the uniform one), and inputs
         # scaled back up by sqrt(D) (`embed_tokens`) so the recurrence reads unit-variance vectors.
@@ -159,8 +161,9 @@ class RNN(nn.Module):
         return self.logits(torch.stack(outs, 1))  # (B, T, D) -> (B, T, V)
 
     def logits(self, out: Tensor) -> Tensor:
-        """(..., D) -> (..., V) through the embedding matrix (tied)."""
-        return F.linear(self.drop(out), self.embed.weight)
+        """(..., D) -> (..., V) through the embedding matrix (tied), or its int8 copy."""
+        out = self.drop(out)
+        return F.linear(out, self.embed.weight) if self.generator is None else self.generator(out)
 
     def init_cache(
         self, memory: Tensor, src_mask: Tensor, max_len: int, use_cache: bool = True
