@@ -60,12 +60,26 @@ def token_batches(
     g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
     noise = torch.rand(len(lengths), generator=g).numpy()
     lengths = np.asarray(lengths, dtype=np.int64)
-    order = np.lexsort((noise, lengths))  # by length, ties by noise (both sorts are stable)
-    starts, rows = [0], 0
-    for position, length in enumerate(lengths[order].tolist()):  # ascending: `length` is the longest
-        if rows and length * (rows + 1) > max_tokens:
-            starts.append(position)
-            rows = 0
-        rows += 1
+    order = _by_length_then_noise(lengths, noise)
+    starts, rows, position = [0], 0, 0
+    sizes, counts = np.unique(lengths[order], return_counts=True)
+    for length, count in zip(sizes.tolist(), counts.tolist(), strict=True):  # ascending lengths
+        fits = max(max_tokens // length, 1)  # rows a batch may hold once `length` is its longest
+        while count:
+            if rows >= fits:
+                starts.append(position)
+                rows = 0
+            take = min(fits - rows, count)
+            rows, position, count = rows + take, position + take, count - take
     batches = np.split(order, starts[1:])
     return [batches[j] for j in torch.randperm(len(batches), generator=g).tolist()]
+
+
+def _by_length_then_noise(lengths: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """Indices sorted by (length, noise), stable. torch.rand's float32 values are multiples of
+    2^-24, so both fit one int64 key, which sorts ~3x faster than np.lexsort on millions of pairs;
+    the lexsort stays for values off that grid."""
+    grid = noise.astype(np.float64) * 2**24
+    if not np.array_equal(grid, np.floor(grid)):
+        return np.lexsort((noise, lengths))
+    return np.argsort((lengths << 24) | grid.astype(np.int64), kind="stable")

@@ -12,8 +12,9 @@ A corpus is named by one string:
 
 import gzip
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 
 from seq2seq.errors import Seq2SeqError, first_line
@@ -135,15 +136,17 @@ def corpus_identity(
 
 def _load_multi30k(split: str, src: str, tgt: str, data_dir: str | Path | None) -> list[Pair]:
     files = _multi30k_files(split, src, tgt, data_dir)
-    src_lines, tgt_lines = (_read_lines(f) for f in files)
-    if len(src_lines) != len(tgt_lines):
+    pairs = list(zip_longest(*(_lines(f) for f in files)))
+    counts = [sum(text is not None for text in side) for side in zip(*pairs, strict=True)] or [0, 0]
+    for path, count in zip(files, counts, strict=True):
+        if count == 0:
+            raise Seq2SeqError(f"{path} is empty")
+    if counts[0] != counts[1]:
         raise Seq2SeqError(
-            f"{files[0]} has {len(src_lines)} lines but {files[1]} has {len(tgt_lines)}; "
+            f"{files[0]} has {counts[0]} lines but {files[1]} has {counts[1]}; "
             "the two sides must be line-aligned"
         )
-    if not src_lines:
-        raise Seq2SeqError(f"{files[0]} is empty")
-    return list(zip(src_lines, tgt_lines, strict=True))
+    return pairs
 
 
 def _multi30k_files(split: str, src: str, tgt: str, data_dir: str | Path | None) -> list[Path]:
@@ -194,26 +197,29 @@ def _local_file(data_dir: Path, split: str, lang: str) -> Path:
 
 
 def _read_lines(path: Path) -> list[str]:
+    """Every line of a file (see `_lines`); an empty file is refused."""
+    lines = list(_lines(path))
+    if not lines:
+        raise Seq2SeqError(f"{path} is empty")
+    return lines
+
+
+def _lines(path: Path) -> Iterator[str]:
     """Lines of a (possibly gzipped) UTF-8 file, split at line feeds alone (a CR before one dropped).
     Read here, not by datasets' text loader: that opens files with universal newlines, which breaks
     a line at a lone carriage return and shifts every later pair against the other side. A bad byte
-    is named by its line; an empty file is refused."""
+    is named by its line. One line at a time: a corpus of millions of lines is never held twice
+    (as bytes and as text) beside its pairs."""
     try:
         with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
-            data = f.read()
+            for number, raw in enumerate(f, start=1):  # a binary file splits at b"\n" only
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise Seq2SeqError(f"{path}: line {number} is not valid UTF-8 ({e.reason})") from None
+                yield line.removesuffix("\n").removesuffix("\r")
     except (OSError, EOFError) as e:
         raise Seq2SeqError(f"{path}: cannot read ({e})") from None
-    if not data:
-        raise Seq2SeqError(f"{path} is empty")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        number = data.count(b"\n", 0, e.start) + 1
-        raise Seq2SeqError(f"{path}: line {number} is not valid UTF-8 ({e.reason})") from None
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()  # the newline that ends the last line does not start another one
-    return [line.removesuffix("\r") for line in lines]
 
 
 # --- local files and the hub ------------------------------------------------------------------
@@ -223,7 +229,7 @@ def _load_file(path: Path, src: str, tgt: str) -> list[Pair]:
     if not path.is_file():
         raise Seq2SeqError(f"{path} does not exist or is not a file")
     if path.suffix == ".tsv":
-        return _split_tsv(path, _read_lines(path))
+        return _split_tsv(path, _lines(path))
     if path.suffix not in TRANSLATION_FILE_FORMATS:
         raise Seq2SeqError(f"{path}: unknown format; use .tsv, .parquet, .json or .jsonl")
     builder = TRANSLATION_FILE_FORMATS[path.suffix]
@@ -234,7 +240,7 @@ def _load_file(path: Path, src: str, tgt: str) -> list[Pair]:
     return _translation_pairs(ds, str(path), src, tgt)
 
 
-def _split_tsv(path: Path, lines: list[str]) -> list[Pair]:
+def _split_tsv(path: Path, lines: Iterable[str]) -> list[Pair]:
     pairs = []
     for number, line in enumerate(lines, start=1):
         tabs = line.count("\t")

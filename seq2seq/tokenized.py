@@ -93,13 +93,12 @@ def load(folder: str | Path) -> TokenizedPairs:
 
 def _build(pairs: list[Pair], tokenizer_path: Path, max_len: int, max_ratio: float, target: Path) -> None:
     """Tokenize with a batched `map` (a worker per core on a large corpus), keep what the filter
-    keeps, and write it beside `target` before one rename, so a killed build leaves no half set."""
-    datasets = import_datasets()
-    table = datasets.Dataset.from_dict({"src": [s for s, _ in pairs], "tgt": [t for _, t in pairs]})
-    n_pairs = len(pairs)
-    del pairs  # the caller's list may be dropped now; the Arrow table holds the text
+    keeps, and write it beside `target` before one rename, so a killed build leaves no half set.
+    Consumes `pairs` (the list is emptied)."""
+    datasets, n_pairs = import_datasets(), len(pairs)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
+        table = datasets.Dataset.from_file(_text_file(pairs, Path(tmp) / "text.arrow"))
         encoded = table.map(
             Encoder(str(tokenizer_path), max_len, max_ratio),
             batched=True,
@@ -128,6 +127,21 @@ def _build(pairs: list[Pair], tokenizer_path: Path, max_len: int, max_ratio: flo
         (staged / REPORT).write_text(json.dumps(asdict(report)), encoding="utf-8")
         del encoded, kept
         os.replace(staged, target)
+
+
+def _text_file(pairs: list[Pair], path: Path, chunk: int = 100_000) -> str:
+    """Move the pairs into an Arrow file, a chunk at a time, emptying `pairs` as it goes: the
+    text is never held twice (a Python list and an Arrow copy of it), and the tokenizing workers
+    read it memory-mapped instead of each inheriting it."""
+    import pyarrow as pa
+
+    schema = pa.schema([("src", pa.string()), ("tgt", pa.string())])
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
+        while pairs:
+            part = pairs[:chunk]
+            del pairs[:chunk]
+            writer.write_batch(pa.record_batch([[s for s, _ in part], [t for _, t in part]], schema=schema))
+    return str(path)
 
 
 class Encoder:

@@ -2,8 +2,10 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import torch
 from safetensors.torch import load_file
 
 from seq2seq.batch import collate
-from seq2seq.checkpoint import CONFIG, LAST, load_run, read_metrics
+from seq2seq.checkpoint import CONFIG, LAST, METRICS, load_run, read_metrics
 from seq2seq.decode import DecodeOptions, translate
 from seq2seq.distributed import World, rank_batch
 from seq2seq.step import TrainStep
@@ -117,3 +119,55 @@ def test_training_and_decoding_on_cuda(tmp_path, corpus_dir):
     lines = ["a dog runs", "two men sit"]
     options = DecodeOptions(beam=1)
     assert translate(gpu_model, tokenizer, lines, options) == translate(cpu_model, tokenizer, lines, options)
+
+
+def test_sigterm_to_one_process_stops_all_after_the_same_step_and_saves(tmp_path, corpus_dir):
+    run = tmp_path / "run"
+    args = ["-m", "seq2seq", "--", "train", "--data-dir", str(corpus_dir), "--preset", "tiny"]
+    args += ["--max-tokens", "64", "--fp32", "--epochs", "1000", "--run", str(run)]
+    env = {**in_this_checkout(), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    agent = subprocess.Popen(
+        [*command, *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (run / METRICS).is_file() and time.monotonic() < deadline:  # a first epoch done
+            time.sleep(0.1)
+        time.sleep(1.0)  # into the second epoch
+        ranks = {rank_of(pid): pid for pid in children(agent.pid)}
+        assert sorted(ranks) == [0, 1], ranks
+        os.kill(ranks[1], signal.SIGTERM)  # rank 1 only: rank 0 must hear of it
+        out, err = agent.communicate(timeout=120)
+    finally:
+        agent.kill()
+    assert agent.returncode == 0, err.decode()[-3000:]
+    assert "stopped (interrupted)" in out.decode()
+    rows = read_metrics(run)
+    state = json.loads(safe_open_metadata(run / LAST)["trainer_state"])
+    assert state["step"] == rows[-1]["step"] > 0  # saved and validated where all of them stopped
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (field 4 of /proc/<pid>/stat, after the name)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def rank_of(pid: int) -> int:
+    variables = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0")
+    return int(dict(v.split("=", 1) for v in variables if "=" in v)["RANK"])
+
+
+def safe_open_metadata(path: Path) -> dict:
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        return f.metadata()

@@ -95,3 +95,26 @@ def test_a_corpus_that_is_all_filtered_out_is_one_line(tmp_path):
     corpus = tsv_corpus(tmp_path / "corpus", [("", "x"), ("a " * 40, "b " * 40)])
     with pytest.raises(Seq2SeqError, match="every one of the 2 training pairs was filtered out"):
         build(tmp_path / "run", corpus, tokenizer)
+
+
+def plain_token_batches(lengths: list[int], max_tokens: int, seed: int, epoch: int) -> list[list[int]]:
+    """The batching rule written plainly (as it was before it was vectorised for large corpora)."""
+    g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+    noise = torch.rand(len(lengths), generator=g).tolist()
+    batches, current = [], []
+    for i in sorted(range(len(lengths)), key=lambda i: (lengths[i], noise[i])):
+        if current and lengths[i] * (len(current) + 1) > max_tokens:
+            batches.append(current)
+            current = []
+        current.append(i)
+    batches.append(current)
+    return [batches[j] for j in torch.randperm(len(batches), generator=g).tolist()]
+
+
+@pytest.mark.parametrize("n,longest", [(1, 5), (7, 3), (500, 40), (3000, 300)])
+def test_vectorised_batching_equals_the_plain_rule(n, longest):
+    g = torch.Generator().manual_seed(n)
+    lengths = torch.randint(1, longest + 1, (n,), generator=g).tolist()
+    for max_tokens in (1, 2, 64, 3072):
+        ours = [b.tolist() for b in token_batches(lengths, max_tokens, seed=3, epoch=n)]
+        assert ours == plain_token_batches(lengths, max_tokens, seed=3, epoch=n), max_tokens
