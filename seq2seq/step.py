@@ -7,6 +7,7 @@ averages the gradients. The update is then the one a single process would make o
 the N batches, whatever their sizes (fairseq normalises the same way).
 """
 
+import inspect
 import math
 
 import torch
@@ -34,10 +35,11 @@ def data_parallel(model: nn.Module, world: World) -> nn.Module:
     (its buffers are constant tables, so they need no broadcast each step)."""
     if world.size == 1:
         return model
+    ddp = nn.parallel.DistributedDataParallel
     device_ids = [world.device.index] if world.device.type == "cuda" else None
-    return nn.parallel.DistributedDataParallel(
-        model, device_ids=device_ids, broadcast_buffers=False, gradient_as_bucket_view=True
-    )
+    newer = "forward_sync_buffers" in inspect.signature(ddp).parameters  # torch renamed the option
+    no_sync = {"forward_sync_buffers" if newer else "broadcast_buffers": False}
+    return ddp(model, device_ids=device_ids, gradient_as_bucket_view=True, **no_sync)
 
 
 class NonFiniteLoss(Exception):
