@@ -57,6 +57,8 @@ def token_batches(
     can skip exactly the batches it already trained on. Vectorised where it can be: on a corpus of
     millions of pairs a Python sort of tuples costs seconds and hundreds of MB.
     """
+    if len(lengths) == 0:
+        return []
     g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
     noise = torch.rand(len(lengths), generator=g).numpy()
     lengths = np.asarray(lengths, dtype=np.int64)

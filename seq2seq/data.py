@@ -196,14 +196,6 @@ def _local_file(data_dir: Path, split: str, lang: str) -> Path:
     raise Seq2SeqError(f"{data_dir} has no {split}.{lang}[.gz]; found: {found}")
 
 
-def _read_lines(path: Path) -> list[str]:
-    """Every line of a file (see `_lines`); an empty file is refused."""
-    lines = list(_lines(path))
-    if not lines:
-        raise Seq2SeqError(f"{path} is empty")
-    return lines
-
-
 def _lines(path: Path) -> Iterator[str]:
     """Lines of a (possibly gzipped) UTF-8 file, split at line feeds alone (a CR before one dropped).
     Read here, not by datasets' text loader: that opens files with universal newlines, which breaks

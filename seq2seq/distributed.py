@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 
 from seq2seq.device import resolve_device
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import Seq2SeqError, first_line
 
 T = TypeVar("T")
 
@@ -58,18 +58,23 @@ class World:
         return int(tensor.item())
 
     def from_main(self, make: Callable[[], T]) -> T:
-        """`make()` run on rank 0 only, its result given to every process. A Seq2SeqError raised
-        there is raised on every rank, so no process waits for a result that will never come."""
+        """`make()` run on rank 0 only, its result given to every process. Whatever rank 0 raises
+        is announced first: a Seq2SeqError is raised on every rank as one line, anything else
+        ends the others with one line too, so no process waits for a result that will never come."""
         if self.size == 1:
             return make()
-        result, error = None, None
+        result, error, failure = None, None, None
         if self.is_main:
             try:
                 result = make()
             except Seq2SeqError as e:
                 error = str(e)
+            except BaseException as e:  # a bug or Ctrl-C: tell the others, then raise it here
+                failure, error = e, f"{type(e).__name__}: {e}"
         box = [(result, error)]
         dist.broadcast_object_list(box, src=0, device=self._collective_device)
+        if failure is not None:
+            raise failure
         result, error = box[0]
         if error is not None:
             raise Seq2SeqError(error if self.is_main else f"rank {self.rank}: rank 0 failed: {error}")
@@ -87,6 +92,20 @@ def launched_by_torchrun() -> bool:
 def is_main_process() -> bool:
     """Rank 0 of a torchrun job, or a process on its own (known before the group is joined)."""
     return int(os.environ.get("RANK", "0")) == 0
+
+
+@contextmanager
+def peers_watched(here: World) -> Iterator[None]:
+    """On ranks other than 0, a collective that fails because another process of the job stopped
+    (rank 0 could not save, was killed, ...) becomes one line; that process says why itself."""
+    try:
+        yield
+    except (RuntimeError, ConnectionError) as e:  # gloo and NCCL report a lost peer as these
+        if here.size == 1 or here.is_main or isinstance(e, Seq2SeqError):
+            raise
+        raise Seq2SeqError(
+            f"rank {here.rank}: another process of the job stopped ({first_line(e)})"
+        ) from None
 
 
 @contextmanager

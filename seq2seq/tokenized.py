@@ -57,8 +57,8 @@ def cache_key(identity: str, tokenizer_path: Path, max_len: int, max_ratio: floa
 def content_identity(pairs: list[Pair]) -> str:
     """The identity of a corpus known only by its text (a hub dataset): a hash of every pair."""
     digest = hashlib.sha256()
-    for src_text, tgt_text in pairs:
-        digest.update(f"{src_text}\t{tgt_text}\n".encode())
+    for pair in pairs:
+        digest.update(json.dumps(pair).encode() + b"\n")  # unambiguous, whatever the texts hold
     return digest.hexdigest()
 
 
@@ -76,7 +76,10 @@ def open_or_build(
     target = root / f"train-{key}"
     if not (target / REPORT).is_file():
         _remove_others(root, keep=None)
-        _build(pairs(), tokenizer_path, max_len, max_ratio, target)
+        try:
+            _build(pairs(), tokenizer_path, max_len, max_ratio, target)
+        except OSError as e:  # a full disk, a read-only run directory
+            raise Seq2SeqError(f"cannot write the tokenized corpus in {root} ({e.strerror or e})") from None
     _remove_others(root, keep=target.name)
     return load(target)
 
@@ -175,4 +178,5 @@ def _remove_others(root: Path, keep: str | None) -> None:
     if root.is_dir():
         for folder in root.iterdir():
             if folder.name != keep and folder.name.startswith(("train-", ".build-")):
+                (folder / REPORT).unlink(missing_ok=True)  # first: a half-removed set is never "built"
                 shutil.rmtree(folder, ignore_errors=True)

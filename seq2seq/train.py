@@ -14,7 +14,7 @@ from seq2seq import checkpoint as ckpt
 from seq2seq import tokenized
 from seq2seq.data import MAX_RATIO, FilterReport, corpus_identity, load_pairs
 from seq2seq.device import use_bf16
-from seq2seq.distributed import World, world
+from seq2seq.distributed import World, peers_watched, world
 from seq2seq.errors import Seq2SeqError
 from seq2seq.lock import run_lock
 from seq2seq.loop import Loop, Reporter
@@ -87,7 +87,8 @@ def train(
         config = replace(config, world_size=here.size)
         with run_lock(run_dir) if here.is_main else nullcontext():
             reporter = (reporter or Reporter()) if here.is_main else Reporter()
-            return _train(Path(run_dir), config, model_config, data_dir, reporter, should_stop, here)
+            with peers_watched(here):
+                return _train(Path(run_dir), config, model_config, data_dir, reporter, should_stop, here)
 
 
 def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here: World) -> dict:
@@ -139,6 +140,7 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
         train_tokenizer(
             (text for pair in loaded[0] for text in pair), path, config.vocab_size, seed=config.seed
         )
+    tokenizer = Tokenizer(path)  # checks it (special ids) before it tokenizes anything
     identity = corpus_identity(config.corpus, "train", config.src, config.tgt, data_dir)
     if identity is None:  # a hub dataset: known by its content
         loaded[:] = [train_pairs()]
@@ -147,7 +149,6 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
     key = tokenized.cache_key(identity, path, max_len, MAX_RATIO)
     train_set = tokenized.open_or_build(run_dir, key, train_pairs, path, max_len)
     del loaded[:]
-    tokenizer = Tokenizer(path)
     model_config = replace(model_config, vocab_size=tokenizer.vocab_size)
     ckpt.save_config(run_dir, ckpt.config_sections(model_config, config, tokenizer))
     return str(train_set.folder), model_config, val_pairs

@@ -107,14 +107,27 @@ def plain_token_batches(lengths: list[int], max_tokens: int, seed: int, epoch: i
             batches.append(current)
             current = []
         current.append(i)
-    batches.append(current)
+    if current:
+        batches.append(current)
     return [batches[j] for j in torch.randperm(len(batches), generator=g).tolist()]
 
 
-@pytest.mark.parametrize("n,longest", [(1, 5), (7, 3), (500, 40), (3000, 300)])
+@pytest.mark.parametrize("n,longest", [(0, 1), (1, 5), (7, 3), (500, 40), (3000, 300)])
 def test_vectorised_batching_equals_the_plain_rule(n, longest):
     g = torch.Generator().manual_seed(n)
     lengths = torch.randint(1, longest + 1, (n,), generator=g).tolist()
     for max_tokens in (1, 2, 64, 3072):
         ours = [b.tolist() for b in token_batches(lengths, max_tokens, seed=3, epoch=n)]
         assert ours == plain_token_batches(lengths, max_tokens, seed=3, epoch=n), max_tokens
+
+
+def test_a_foreign_tokenizer_is_one_line_before_any_tokenizing(tmp_path, corpus_dir):
+    from seq2seq.train import TrainConfig, train
+    from tests.test_train import REVERSE_MODEL
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "tokenizer.model").write_bytes(b"not a sentencepiece model")
+    with pytest.raises(Seq2SeqError, match="is not a SentencePiece model"):
+        train(run, TrainConfig(max_steps=1), REVERSE_MODEL, data_dir=str(corpus_dir))
+    assert not (run / tokenized.FOLDER).exists()
