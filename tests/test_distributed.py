@@ -73,55 +73,9 @@ def test_a_two_process_step_equals_one_process_on_the_union_of_the_batches(tmp_p
         torch.testing.assert_close(ddp[name], value, rtol=1e-5, atol=1e-6, msg=name)
 
 
-def test_two_processes_train_one_run_that_translates_and_resumes_in_one(tmp_path, corpus_dir):
-    run = tmp_path / "run"
-    args = ["-m", "seq2seq", "--", "train", "--data-dir", str(corpus_dir), "--preset", "tiny"]
-    args += ["--max-steps", "4", "--max-tokens", "64", "--fp32", "--run", str(run)]
-    result = torchrun(*args, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.count("training pairs") == 1  # rank 0 alone reports
-    assert "x 2 processes (gloo)" in result.stdout
-    assert json.loads((run / CONFIG).read_text())["train"]["world_size"] == 2
-    rows = read_metrics(run)
-    assert [row["step"] for row in rows] == [4]  # one validation, written once
-    translated = subprocess.run(
-        [sys.executable, "-m", "seq2seq", "translate", "--run", str(run), "--beam", "2"],
-        input="a dog runs\nthe cat\n",
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=in_this_checkout(),
-        timeout=120,
-    )
-    assert translated.returncode == 0, translated.stderr
-    assert len(translated.stdout.splitlines()) == 2
-
-    from seq2seq.train import TrainConfig, train
-
-    config = TrainConfig(max_steps=6, max_tokens=64, bf16=False)
-    final = train(run, config, None, data_dir=str(corpus_dir))  # the same run, now one process
-    assert final["step"] == 6
-    assert json.loads((run / CONFIG).read_text())["train"]["world_size"] == 1
-    assert (run / LAST).is_file()
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_training_and_decoding_on_cuda(tmp_path, corpus_dir):
-    from seq2seq.model import preset_config
-    from seq2seq.train import TrainConfig, train
-
-    run = tmp_path / "run"
-    config = TrainConfig(max_steps=3, max_tokens=64, device="cuda")
-    final = train(run, config, preset_config("transformer", "tiny"), data_dir=str(corpus_dir))
-    assert final["step"] == 3
-    gpu_model, tokenizer = load_run(run, device="cuda")
-    cpu_model, _ = load_run(run, device="cpu")
-    lines = ["a dog runs", "two men sit"]
-    options = DecodeOptions(beam=1)
-    assert translate(gpu_model, tokenizer, lines, options) == translate(cpu_model, tokenizer, lines, options)
-
-
-def test_sigterm_to_one_process_stops_all_after_the_same_step_and_saves(tmp_path, corpus_dir):
+def test_two_processes_train_one_run_stop_together_and_it_translates_and_resumes_in_one(tmp_path, corpus_dir):
+    """SIGTERM to rank 1 alone: both stop after the same step, rank 0 saves and validates; the run
+    directory is one usable run, which a single process then resumes."""
     run = tmp_path / "run"
     args = ["-m", "seq2seq", "--", "train", "--data-dir", str(corpus_dir), "--preset", "tiny"]
     args += ["--max-tokens", "64", "--fp32", "--epochs", "1000", "--run", str(run)]
@@ -138,14 +92,52 @@ def test_sigterm_to_one_process_stops_all_after_the_same_step_and_saves(tmp_path
         ranks = {rank_of(pid): pid for pid in children(agent.pid)}
         assert sorted(ranks) == [0, 1], ranks
         os.kill(ranks[1], signal.SIGTERM)  # rank 1 only: rank 0 must hear of it
-        out, err = agent.communicate(timeout=120)
+        out, err = (text.decode() for text in agent.communicate(timeout=120))
     finally:
         agent.kill()
-    assert agent.returncode == 0, err.decode()[-3000:]
-    assert "stopped (interrupted)" in out.decode()
-    rows = read_metrics(run)
+    assert agent.returncode == 0, err[-3000:]
+    assert out.count("training pairs") == 1  # rank 0 alone reports
+    assert "x 2 processes (gloo)" in out and "stopped (interrupted)" in out
+    assert json.loads((run / CONFIG).read_text())["train"]["world_size"] == 2
+    steps = [row["step"] for row in read_metrics(run)]
+    assert steps == sorted(set(steps)) and len(steps) >= 2  # each validation written once
     state = json.loads(safe_open_metadata(run / LAST)["trainer_state"])
-    assert state["step"] == rows[-1]["step"] > 0  # saved and validated where all of them stopped
+    assert state["step"] == steps[-1]  # saved and validated where all of them stopped
+
+    translated = subprocess.run(
+        [sys.executable, "-m", "seq2seq", "translate", "--run", str(run), "--beam", "2"],
+        input="a dog runs\nthe cat\n",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=in_this_checkout(),
+        timeout=120,
+    )
+    assert translated.returncode == 0, translated.stderr
+    assert len(translated.stdout.splitlines()) == 2
+
+    from seq2seq.train import TrainConfig, train
+
+    config = TrainConfig(max_steps=steps[-1] + 2, max_tokens=64, bf16=False)
+    final = train(run, config, None, data_dir=str(corpus_dir))  # the same run, now one process
+    assert final["step"] == steps[-1] + 2
+    assert json.loads((run / CONFIG).read_text())["train"]["world_size"] == 1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_training_and_decoding_on_cuda(tmp_path, corpus_dir):
+    from seq2seq.model import preset_config
+    from seq2seq.train import TrainConfig, train
+
+    run = tmp_path / "run"
+    config = TrainConfig(max_steps=3, max_tokens=64, device="cuda")
+    final = train(run, config, preset_config("transformer", "tiny"), data_dir=str(corpus_dir))
+    assert final["step"] == 3
+    gpu_model, tokenizer = load_run(run, device="cuda")
+    cpu_model, _ = load_run(run, device="cpu")
+    lines = ["a dog runs", "two men sit"]
+    options = DecodeOptions(beam=1)
+    assert translate(gpu_model, tokenizer, lines, options) == translate(cpu_model, tokenizer, lines, options)
 
 
 def children(pid: int) -> list[int]:
