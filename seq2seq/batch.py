@@ -47,6 +47,11 @@ def pad(rows: list[list[int]]) -> Tensor:
     return out
 
 
+def pair_lengths(src_ids: list[list[int]], tgt_ids: list[list[int]]) -> list[int]:
+    """Batching length of each pair: its longer side plus EOS (or BOS)."""
+    return [max(len(s), len(t)) + 1 for s, t in zip(src_ids, tgt_ids, strict=True)]
+
+
 def token_batches(
     lengths: Sequence[int] | np.ndarray, max_tokens: int, seed: int, epoch: int
 ) -> list[np.ndarray]:

@@ -8,7 +8,7 @@ import torch
 
 from seq2seq import checkpoint as ckpt
 from seq2seq import plots
-from seq2seq.batch import Batch, collate, token_batches
+from seq2seq.batch import Batch, collate, pair_lengths, token_batches
 from seq2seq.decode import DecodeOptions
 from seq2seq.device import use_bf16
 from seq2seq.distributed import World, rank_batch
@@ -162,7 +162,7 @@ class Loop:
         src, tgt = self.val_src, self.val_tgt
         total, count = 0.0, 0
         rows = lambda indices: ([src[i] for i in indices], [tgt[i] for i in indices])  # noqa: E731
-        for indices in token_batches(lengths(src, tgt), self.config.max_tokens, seed=0, epoch=0):
+        for indices in token_batches(pair_lengths(src, tgt), self.config.max_tokens, seed=0, epoch=0):
             batch = self._batch(indices, rows)
             with self.autocast:
                 total += summed_loss(self.model, batch, label_smoothing=0.0).item()
@@ -205,8 +205,3 @@ class Loop:
         """The training state to resume from at exactly the next batch (rank 0 writes it)."""
         if self.world.is_main:
             ckpt.save_training_state(self.run_dir / ckpt.LAST, self.model, self.optimizer, state)
-
-
-def lengths(src_ids: list[list[int]], tgt_ids: list[list[int]]) -> list[int]:
-    """Batching length of each pair: its longer side plus EOS (or BOS)."""
-    return [max(len(s), len(t)) + 1 for s, t in zip(src_ids, tgt_ids, strict=True)]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from seq2seq.batch import pair_lengths
 from seq2seq.data import KEEP, MAX_RATIO, FilterReport, Pair, import_datasets, pair_verdict
 from seq2seq.errors import Seq2SeqError
 
@@ -163,7 +164,7 @@ class Encoder:
         return {
             "src_ids": src,
             "tgt_ids": tgt,
-            "length": [max(len(s), len(t)) + 1 for s, t in zip(src, tgt, strict=True)],
+            "length": pair_lengths(src, tgt),
             "verdict": [
                 pair_verdict(a, b, len(s), len(t), self.max_len, self.max_ratio)
                 for a, b, s, t in zip(batch["src"], batch["tgt"], src, tgt, strict=True)
