@@ -63,16 +63,17 @@ def content_identity(pairs: list[Pair]) -> str:
     return digest.hexdigest()
 
 
-def open_or_build(
+def build_if_missing(
     run_dir: Path,
     key: str,
     pairs: Callable[[], list[Pair]],
     tokenizer_path: Path,
     max_len: int,
     max_ratio: float = MAX_RATIO,
-) -> TokenizedPairs:
-    """The stored pairs for `key`, built from `pairs()` (called only on a miss) when absent. Sets of
-    other keys are removed: they belong to a corpus or tokenizer the run no longer uses."""
+) -> Path:
+    """The folder of the stored pairs for `key` (open it with `load`), built from `pairs()` (called
+    only on a miss) when absent. Sets of other keys are removed: they belong to a corpus or
+    tokenizer the run no longer uses."""
     root = Path(run_dir) / FOLDER
     target = root / f"train-{key}"
     if not (target / REPORT).is_file():
@@ -82,7 +83,7 @@ def open_or_build(
         except OSError as e:  # a full disk, a read-only run directory
             raise Seq2SeqError(f"cannot write the tokenized corpus in {root} ({e.strerror or e})") from None
     _remove_others(root, keep=target.name)
-    return load(target)
+    return target
 
 
 def load(folder: str | Path) -> TokenizedPairs:

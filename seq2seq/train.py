@@ -147,11 +147,11 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
         identity = tokenized.content_identity(loaded[0])
     max_len = model_config.max_positions - 1
     key = tokenized.cache_key(identity, path, max_len, MAX_RATIO)
-    train_set = tokenized.open_or_build(run_dir, key, train_pairs, path, max_len)
+    folder = tokenized.build_if_missing(run_dir, key, train_pairs, path, max_len)
     del loaded[:]
     model_config = replace(model_config, vocab_size=tokenizer.vocab_size)
     ckpt.save_config(run_dir, ckpt.config_sections(model_config, config, tokenizer))
-    return str(train_set.folder), model_config, val_pairs
+    return str(folder), model_config, val_pairs
 
 
 def _start_info(config, model, report: FilterReport, n_val: int, state: dict, here: World) -> dict:

@@ -17,7 +17,7 @@ def build(run, corpus: str, tokenizer: Tokenizer, max_len: int = 20, pairs=None)
     identity = corpus_identity(corpus, "train", "en", "fr")
     key = tokenized.cache_key(identity, tokenizer.path, max_len, tokenized.MAX_RATIO)
     load = pairs or (lambda: load_pairs(corpus, "train", "en", "fr"))
-    return tokenized.open_or_build(run, key, load, tokenizer.path, max_len)
+    return tokenized.load(tokenized.build_if_missing(run, key, load, tokenizer.path, max_len))
 
 
 def tsv_corpus(folder, pairs):
