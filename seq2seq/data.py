@@ -68,7 +68,7 @@ class FilterReport:
 
     def count(self, verdict: int, n: int = 1) -> None:
         """Add `n` pairs that `pair_verdict` judged so."""
-        name = ("kept", "empty", "too_long", "bad_ratio")[verdict]
+        name = VERDICTS[verdict]
         setattr(self, name, getattr(self, name) + n)
 
 
@@ -98,7 +98,8 @@ def filter_pairs(
     return kept, report
 
 
-KEEP, EMPTY, TOO_LONG, BAD_RATIO = range(4)
+VERDICTS = ("kept", "empty", "too_long", "bad_ratio")  # pair_verdict's codes, as FilterReport fields
+KEEP, EMPTY, TOO_LONG, BAD_RATIO = range(len(VERDICTS))
 
 
 def pair_verdict(src_text: str, tgt_text: str, a: int, b: int, max_len: int, max_ratio: float) -> int:
