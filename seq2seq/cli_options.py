@@ -31,3 +31,17 @@ def check_precision(quantize: str | None, bf16: bool) -> None:
         )
     if quantize is not None and bf16:
         raise typer.BadParameter("int8 and bf16 do not combine; choose one", param_hint="--quantize")
+
+
+def load_decoder(run, device: str, quantize: str | None = None):
+    """(model, tokenizer) of a run on `device`, quantized for decoding when `quantize` says so:
+    one place for what translate, evaluate and its baseline run all do."""
+    from seq2seq.checkpoint import load_run
+    from seq2seq.device import resolve_device
+
+    model, tokenizer = load_run(run, resolve_device(device))
+    if quantize is not None:
+        from seq2seq.quantize import quantize as quantized
+
+        model = quantized(model, quantize)
+    return model, tokenizer

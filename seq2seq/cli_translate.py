@@ -18,6 +18,7 @@ from seq2seq.cli_options import (
     LENGTH_PENALTY,
     QUANTIZE,
     check_precision,
+    load_decoder,
 )
 
 GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
@@ -50,9 +51,7 @@ def translate(
 ):
     """Translate sentences: exactly one output line per input line, in order. From a terminal with
     no TEXT or --input: a prompt, a translation per line entered (an empty line or Ctrl-D ends)."""
-    from seq2seq.checkpoint import load_run
     from seq2seq.decode import DecodeOptions
-    from seq2seq.device import resolve_device
 
     views = Views(show_attention, attention_png, layer, head)
     for name, value in (("--layer", layer), ("--head", head)):
@@ -79,11 +78,7 @@ def translate(
     progress = output is not None and not live
     total = len(texts) if texts else count_lines(input) if input and progress else None
     with LineWriter(output) as writer:
-        model, tokenizer = load_run(run, resolve_device(device))
-        if quantize is not None:
-            from seq2seq.quantize import quantize as quantized
-
-            model = quantized(model, quantize)
+        model, tokenizer = load_decoder(run, device, quantize)
         if live:
             groups = prompted_lines()
         else:

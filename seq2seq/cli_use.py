@@ -18,6 +18,7 @@ from seq2seq.cli_options import (
     LENGTH_PENALTY,
     QUANTIZE,
     check_precision,
+    load_decoder,
 )
 from seq2seq.errors import Seq2SeqError
 
@@ -48,10 +49,8 @@ def evaluate(
 ):
     """Translate a test set and print BLEU and chrF with their sacreBLEU signatures; with a baseline,
     both systems' scores with 95% confidence intervals and the p-value of their difference."""
-    from seq2seq.checkpoint import load_run
     from seq2seq.data import load_pairs
     from seq2seq.decode import DecodeOptions
-    from seq2seq.device import resolve_device
     from seq2seq.evaluate import TESTS, compare
     from seq2seq.evaluate import evaluate as evaluate_pairs
     from seq2seq.train import stored_train_config
@@ -79,14 +78,9 @@ def evaluate(
     baseline_lines = read_lines(baseline) if baseline is not None else None
     if baseline_lines is not None and len(baseline_lines) != len(pairs):
         raise Seq2SeqError(f"{baseline} has {len(baseline_lines)} lines but the test set has {len(pairs)}")
-    model, tokenizer = load_run(run, resolve_device(device))
-    if quantize is not None:  # the baseline run, when there is one, is decoded the same way
-        from seq2seq.quantize import quantize as quantized
-
-        model = quantized(model, quantize)
-    if baseline_run is not None:
-        other, other_tokenizer = load_run(baseline_run, resolve_device(device))
-        other = quantized(other, quantize) if quantize is not None else other
+    model, tokenizer = load_decoder(run, device, quantize)
+    if baseline_run is not None:  # decoded the same way as the run under test
+        other, other_tokenizer = load_decoder(baseline_run, device, quantize)
         baseline_lines = evaluate_pairs(other, other_tokenizer, pairs, options).hypotheses
     result = evaluate_pairs(model, tokenizer, pairs, options)
     if output is not None:
@@ -142,8 +136,6 @@ def score(
 ):
     """The model's log-probability of given translations: a line `score total mean pieces` per pair
     (score = total / length penalty, the number `translate --nbest` prints for the same output)."""
-    from seq2seq.checkpoint import load_run
-    from seq2seq.device import resolve_device
     from seq2seq.forced import score_pairs
 
     if batch_size < 1:
@@ -151,7 +143,7 @@ def score(
     sources, targets = read_lines(source), read_lines(target)
     if len(sources) != len(targets):
         raise Seq2SeqError(f"{source} has {len(sources)} lines but {target} has {len(targets)}")
-    model, tokenizer = load_run(run, resolve_device(device))
+    model, tokenizer = load_decoder(run, device)
     scores = score_pairs(model, tokenizer, sources, targets, length_penalty, batch_size)
     if as_json:
         out = [
