@@ -37,11 +37,25 @@ MAX_RATIO = 3.0  # a training pair whose longer side has more pieces than this t
 
 def load_pairs(corpus: str, split: str, src: str, tgt: str, data_dir: str | Path | None = None) -> list[Pair]:
     """All (src, tgt) pairs of one split, in corpus order, nothing filtered."""
+    files = _corpus_files(corpus, split, src, tgt, data_dir)
+    if files is None:
+        return _load_hub(corpus, split, src, tgt)
     if corpus == "multi30k":
-        return _load_multi30k(split, src, tgt, data_dir or os.environ.get(DATA_DIR_ENV))
+        return _load_multi30k(files)
+    return _load_file(files[0], src, tgt)
+
+
+def _corpus_files(corpus: str, split: str, src: str, tgt: str, data_dir) -> list[Path] | None:
+    """The local files a split is read from (Multi30k: one per language, downloaded if need be; a
+    `{split}` pattern: one); None for a hub dataset."""
+    if corpus == "multi30k":
+        return _multi30k_files(split, src, tgt, data_dir or os.environ.get(DATA_DIR_ENV))
     if "{split}" in corpus:
-        return _load_file(Path(corpus.format(split=split)), src, tgt)
-    return _load_hub(corpus, split, src, tgt)
+        path = Path(corpus.format(split=split))
+        if not path.is_file():
+            raise Seq2SeqError(f"{path} does not exist or is not a file")
+        return [path]
+    return None
 
 
 def corpus_name(corpus: str) -> str:
@@ -120,13 +134,8 @@ def corpus_identity(
     """A string that changes when the files of a split change (path, size, modification time),
     found without reading them, so a cache of their tokenized form is checked in an instant.
     None for a hub dataset: only its content can say (see seq2seq.tokenized)."""
-    if corpus == "multi30k":
-        files = _multi30k_files(split, src, tgt, data_dir or os.environ.get(DATA_DIR_ENV))
-    elif "{split}" in corpus:
-        files = [Path(corpus.format(split=split))]
-        if not files[0].is_file():
-            raise Seq2SeqError(f"{files[0]} does not exist or is not a file")
-    else:
+    files = _corpus_files(corpus, split, src, tgt, data_dir)
+    if files is None:
         return None
     stats = [(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
     return repr((corpus, split, src, tgt, stats))
@@ -135,8 +144,7 @@ def corpus_identity(
 # --- Multi30k ---------------------------------------------------------------------------------
 
 
-def _load_multi30k(split: str, src: str, tgt: str, data_dir: str | Path | None) -> list[Pair]:
-    files = _multi30k_files(split, src, tgt, data_dir)
+def _load_multi30k(files: list[Path]) -> list[Pair]:
     pairs = list(zip_longest(*(_lines(f) for f in files)))
     counts = [sum(text is not None for text in side) for side in zip(*pairs, strict=True)] or [0, 0]
     for path, count in zip(files, counts, strict=True):
@@ -219,8 +227,6 @@ def _lines(path: Path) -> Iterator[str]:
 
 
 def _load_file(path: Path, src: str, tgt: str) -> list[Pair]:
-    if not path.is_file():
-        raise Seq2SeqError(f"{path} does not exist or is not a file")
     if path.suffix == ".tsv":
         return _split_tsv(path, _lines(path))
     if path.suffix not in TRANSLATION_FILE_FORMATS:
