@@ -1,6 +1,7 @@
 """Shared fixtures: tiny models and small corpora written into tmp_path, never the repo."""
 
 import gzip
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,6 +59,16 @@ def write_run(run: Path, make_model: Callable[[int], torch.nn.Module], tokenizer
     ckpt.save_config(run, ckpt.config_sections(model.cfg, TrainConfig(), tokenizer))
     ckpt.save_weights(model, run / ckpt.BEST)
     return run
+
+
+def saved_step(run: Path) -> int:
+    """The step of the run's training state (0: none yet); the file is replaced whole, by rename."""
+    from safetensors import safe_open
+
+    if not (run / ckpt.LAST).is_file():
+        return 0
+    with safe_open(str(run / ckpt.LAST), framework="pt") as f:
+        return json.loads(f.metadata()["trainer_state"])["step"]
 
 
 def write_multi30k(folder: Path, sizes: dict[str, int], langs=("en", "fr"), gz: bool = True):

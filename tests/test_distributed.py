@@ -14,10 +14,11 @@ import torch
 from safetensors.torch import load_file
 
 from seq2seq.batch import collate
-from seq2seq.checkpoint import CONFIG, LAST, METRICS, load_run, read_metrics
+from seq2seq.checkpoint import CONFIG, METRICS, load_run, read_metrics
 from seq2seq.decode import DecodeOptions, translate
 from seq2seq.distributed import World, rank_batch
 from seq2seq.step import TrainStep
+from tests.conftest import saved_step
 from tests.ddp_step import fresh_model, step_batches
 
 REPO = Path(__file__).resolve().parent.parent
@@ -161,13 +162,3 @@ def children(pid: int) -> list[int]:
 def rank_of(pid: int) -> int:
     variables = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0")
     return int(dict(v.split("=", 1) for v in variables if "=" in v)["RANK"])
-
-
-def saved_step(run: Path) -> int:
-    """The step of the run's training state (0: none yet); the file is replaced whole, by rename."""
-    from safetensors import safe_open
-
-    if not (run / LAST).is_file():
-        return 0
-    with safe_open(str(run / LAST), framework="pt") as f:
-        return json.loads(f.metadata()["trainer_state"])["step"]

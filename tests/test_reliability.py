@@ -17,7 +17,7 @@ from seq2seq import checkpoint as ckpt
 from seq2seq.train import TrainConfig, train
 from seq2seq.transformer import Transformer
 from tests.cli_helpers import run_cli, run_process
-from tests.conftest import write_multi30k
+from tests.conftest import saved_step, write_multi30k
 from tests.test_cli import TRAIN
 
 NO_CHECKS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
@@ -212,16 +212,6 @@ def assert_loadable(run):
         state = ckpt.load_training_state(run / ckpt.LAST, model, torch.optim.AdamW(model.parameters()))
         return state["step"]
     return 0
-
-
-def saved_step(run) -> int:
-    """The step of the run's training state (0: none yet); the file is replaced whole, by rename."""
-    from safetensors import safe_open
-
-    if not (run / ckpt.LAST).exists():
-        return 0
-    with safe_open(str(run / ckpt.LAST), framework="pt") as f:
-        return json.loads(f.metadata()["trainer_state"])["step"]
 
 
 def wait_for(path, seconds=120, newer_than=-1):
