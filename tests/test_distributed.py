@@ -28,13 +28,13 @@ def in_this_checkout() -> dict:
     return {**os.environ, "PYTHONPATH": str(REPO)}
 
 
-def torchrun(*args: str, cwd: Path, nproc: int = 2, timeout: float = 240) -> subprocess.CompletedProcess:
-    """`torchrun --standalone --nproc-per-node N ARGS`, through `python -m` so that it is this
+def torchrun(*args: str, cwd: Path, nproc: int = 2) -> subprocess.Popen:
+    """Start `torchrun --standalone --nproc-per-node N ARGS`, through `python -m` so that it is this
     interpreter's torch; one thread per process, as the machine has few cores."""
     env = {**in_this_checkout(), "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
-    return subprocess.run(
-        [*command, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    return subprocess.Popen(
+        [*command, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
 
@@ -57,6 +57,7 @@ def test_ranks_shares_of_an_epoch_are_disjoint_and_cover_it():
 def test_a_two_process_step_equals_one_process_on_the_union_of_the_batches(tmp_path):
     out = tmp_path / "ddp.safetensors"
     result = torchrun(str(REPO / "tests" / "ddp_step.py"), str(out), cwd=tmp_path)
+    result.stdout, result.stderr = result.communicate(timeout=240)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "agreed 3" in result.stdout  # rank 1's stop request reached rank 0
 
@@ -80,15 +81,7 @@ def test_two_processes_train_one_run_stop_together_and_it_translates_and_resumes
     run = tmp_path / "run"
     args = ["-m", "seq2seq", "--", "train", "--data-dir", str(corpus_dir), "--preset", "tiny"]
     args += ["--max-tokens", "64", "--fp32", "--epochs", "1000", "--save-every-minutes", "0"]
-    env = {**in_this_checkout(), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
-    agent = subprocess.Popen(
-        [*command, *args, "--run", str(run)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    agent = torchrun(*args, "--run", str(run), cwd=tmp_path)
     try:
         deadline = time.monotonic() + 120
         while not (run / METRICS).is_file() and time.monotonic() < deadline:  # a first epoch done
@@ -99,7 +92,7 @@ def test_two_processes_train_one_run_stop_together_and_it_translates_and_resumes
         ranks = {rank_of(pid): pid for pid in children(agent.pid)}
         assert sorted(ranks) == [0, 1], ranks
         os.kill(ranks[1], signal.SIGTERM)  # rank 1 only: rank 0 must hear of it
-        out, err = (text.decode() for text in agent.communicate(timeout=120))
+        out, err = agent.communicate(timeout=120)
     finally:
         agent.kill()
     assert agent.returncode == 0, err[-3000:]
