@@ -155,3 +155,14 @@ def children(pid: int) -> list[int]:
 def rank_of(pid: int) -> int:
     variables = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0")
     return int(dict(v.split("=", 1) for v in variables if "=" in v)["RANK"])
+
+
+def test_a_lost_peer_is_one_line_on_the_other_ranks():
+    from seq2seq.distributed import peers_watched
+    from seq2seq.errors import Seq2SeqError
+
+    lost = r"rank 1: another process of the job stopped \(Connection closed"
+    with pytest.raises(Seq2SeqError, match=lost), peers_watched(World(rank=1, size=2)):
+        raise RuntimeError("Connection closed by peer [127.0.0.1]:29500\nmore")
+    with pytest.raises(RuntimeError), peers_watched(World(rank=0, size=2)):  # rank 0 keeps its own
+        raise RuntimeError("disk full")
