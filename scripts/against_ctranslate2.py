@@ -17,13 +17,12 @@ Beam search agrees less often than greedy: the engine divides scores by length^a
 """
 
 import contextlib
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 from against_hf import generate, hf_model
+from timing import median_time
 
 from seq2seq.decode import DecodeOptions
 from seq2seq.device import use_bf16
@@ -132,11 +131,9 @@ def _bleu(tokenizer, references):
 
 def _engine(engine, tokenizer, pieces, beam: int, args, limits: dict):
     """Median seconds of translating everything, and the outputs as id lists (in input order)."""
-    times, outputs = [], []
     engine.translate_batch(pieces[:2], beam_size=beam, **limits)  # warm-up
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        results = engine.translate_batch(pieces, beam_size=beam, max_batch_size=args.batch_size, **limits)
-        times.append(time.perf_counter() - start)
-        outputs = [[tokenizer.sp.PieceToId(p) for p in r.hypotheses[0]] for r in results]
-    return statistics.median(times), outputs
+    seconds, results = median_time(
+        lambda: engine.translate_batch(pieces, beam_size=beam, max_batch_size=args.batch_size, **limits),
+        args.repeats,
+    )
+    return seconds, [[tokenizer.sp.PieceToId(p) for p in r.hypotheses[0]] for r in results]

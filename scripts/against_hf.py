@@ -10,10 +10,8 @@ Post-LN runs have no such HF twin here (Marian is post-LN but adds a final-logit
 positions), so the peer is skipped for them.
 """
 
-import statistics
-import time
-
 import torch
+from timing import length_sorted_batches, median_time
 
 from seq2seq.batch import BOS_ID, EOS_ID, PAD_ID, pad
 
@@ -133,24 +131,25 @@ def logit_difference(hf, model) -> float:
 def generate(hf, sources: list[list[int]], beam: int, args, steps: int | None):
     """Median seconds of `generate()` over every batch (length-sorted, as ours), and the outputs
     (ids, EOS excluded) in input order. `steps`: exactly that many decoder steps, else free."""
-    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-    batches = [order[s : s + args.batch_size] for s in range(0, len(order), args.batch_size)]
+    batches = length_sorted_batches(sources, args.batch_size)
     options = dict(num_beams=beam, do_sample=False, length_penalty=1.0, suppress_tokens=[PAD_ID, BOS_ID])
-    times, outputs = [], [[] for _ in sources]
+    outputs = [[] for _ in sources]
+
+    def run() -> list:
+        results = []
+        for rows in batches:
+            src = pad([sources[i] for i in rows])
+            # forced: exactly `steps`; free: our longest limit in the batch (1.5 S + 10) + EOS
+            limit = steps or int(1.5 * max(len(sources[i]) for i in rows)) + 11
+            lengths = dict(min_new_tokens=steps or 0, max_new_tokens=limit)
+            results.append(hf.generate(input_ids=src, attention_mask=src != PAD_ID, **options, **lengths))
+        return results
+
     with torch.inference_mode():
         warm = pad(sources[:2])
         hf.generate(input_ids=warm, attention_mask=warm != PAD_ID, **options, max_new_tokens=4)
-        for _ in range(args.repeats):
-            start = time.perf_counter()
-            results = []
-            for rows in batches:
-                src = pad([sources[i] for i in rows])
-                # forced: exactly `steps`; free: our longest limit in the batch (1.5 S + 10) + EOS
-                limit = steps or int(1.5 * max(len(sources[i]) for i in rows)) + 11
-                lengths = dict(min_new_tokens=steps or 0, max_new_tokens=limit)
-                results.append(hf.generate(input_ids=src, attention_mask=src != PAD_ID, **options, **lengths))
-            times.append(time.perf_counter() - start)
-        for rows, out in zip(batches, results, strict=True):
-            for i, ids in zip(rows, out[:, 1:].tolist(), strict=True):  # drop the start token
-                outputs[i] = ids[: ids.index(EOS_ID)] if EOS_ID in ids else [t for t in ids if t != PAD_ID]
-    return statistics.median(times), outputs
+        seconds, results = median_time(run, args.repeats)
+    for rows, out in zip(batches, results, strict=True):
+        for i, ids in zip(rows, out[:, 1:].tolist(), strict=True):  # drop the start token
+            outputs[i] = ids[: ids.index(EOS_ID)] if EOS_ID in ids else [t for t in ids if t != PAD_ID]
+    return seconds, outputs

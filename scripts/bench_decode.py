@@ -16,10 +16,10 @@ Times are medians over --repeats runs, tokenization excluded; all rows come from
 import argparse
 import resource
 import statistics
-import time
 
 import torch
 from machine import cpu  # this folder is on the path when a script runs
+from timing import length_sorted_batches, median_time
 
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.batch import EOS_ID, pad
@@ -106,22 +106,17 @@ def profile(model, sources: list[list[int]], options: DecodeOptions) -> None:
 def measure(model, sources: list[list[int]], options: DecodeOptions, repeats: int):
     """Median wall time of decoding every batch, the output tokens produced (EOS excluded), and
     each sentence's best output, in input order."""
-    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-    batches = [
-        pad([sources[i] for i in order[s : s + options.batch_size]])
-        for s in range(0, len(order), options.batch_size)
-    ]
-    times, best = [], []
+    groups = length_sorted_batches(sources, options.batch_size)
+    batches = [pad([sources[i] for i in rows]) for rows in groups]
     with torch.inference_mode():
         search(model, batches[0][:2], options)  # warm-up: allocator, kernels
-        for _ in range(repeats):
-            start = time.perf_counter()
-            best = [h[0].tokens for batch in batches for h in search(model, batch, options)]
-            times.append(time.perf_counter() - start)
+        seconds, best = median_time(
+            lambda: [h[0].tokens for batch in batches for h in search(model, batch, options)], repeats
+        )
     outputs = [[] for _ in sources]
-    for i, tokens in zip(order, best, strict=True):
+    for i, tokens in zip((i for rows in groups for i in rows), best, strict=True):
         outputs[i] = tokens
-    return statistics.median(times), sum(map(len, best)), outputs
+    return seconds, sum(map(len, best)), outputs
 
 
 def model_and_sources(args):

@@ -1,0 +1,25 @@
+"""What every decoder in the benchmarks is timed with: the same length-sorted batches, the median
+of repeated runs."""
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def length_sorted_batches(sources: list[list[int]], batch_size: int) -> list[list[int]]:
+    """Sentence indices in batches of similar source length, as `seq2seq translate` forms them."""
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+
+
+def median_time(run: Callable[[], T], repeats: int) -> tuple[float, T]:
+    """Median seconds of `run()` over `repeats` calls (warm up before), and the last call's result."""
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
