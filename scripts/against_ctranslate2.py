@@ -24,11 +24,11 @@ import torch
 from against_hf import generate, hf_model
 from timing import median_time
 
-from seq2seq.decode import DecodeOptions
+from seq2seq.decoding.search import DecodeOptions
 from seq2seq.device import use_bf16
 from seq2seq.evaluate import score
-from seq2seq.export import export_ctranslate2
-from seq2seq.quantize import quantize
+from seq2seq.export.ctranslate2 import export_ctranslate2
+from seq2seq.models.quantize import quantize
 
 HEADER = (
     "| mode | search | precision | seq2seq sent/s | {peer} sent/s | ratio | identical lines "

@@ -28,9 +28,9 @@ from machine import cpu  # this folder is on the path when a script runs
 CHILD = """
 import json, os, resource, sys, time
 launched = float(sys.argv[1])
-from seq2seq.train import TrainConfig, train
-from seq2seq.loop import Reporter
-from seq2seq.model import preset_config
+from seq2seq.training.train import TrainConfig, train
+from seq2seq.training.loop import Reporter
+from seq2seq.models.registry import preset_config
 
 class FirstStep(Reporter):
     def step(self, step, loss, lr, tokens_per_s):
@@ -73,7 +73,7 @@ def train_tokenizer(corpus: str, out: Path) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.time()
     code = (
-        "import resource, sys; from seq2seq.cli import main; sys.argv = ['seq2seq', 'tokenize', "
+        "import resource, sys; from seq2seq.cli.app import main; sys.argv = ['seq2seq', 'tokenize', "
         f"'--corpus', {corpus!r}, '--src', 'src', '--tgt', 'tgt', '--run', {str(out.parent)!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)"

@@ -22,12 +22,12 @@ from machine import cpu  # this folder is on the path when a script runs
 from timing import length_sorted_batches, median_time
 
 from seq2seq.allocator import keep_freed_memory
-from seq2seq.batch import EOS_ID, pad
-from seq2seq.checkpoint import load_run
-from seq2seq.data import load_pairs
-from seq2seq.decode import DecodeOptions, search
-from seq2seq.model import build_model, preset_config
-from seq2seq.transformer import PRESETS
+from seq2seq.data.batch import EOS_ID, pad
+from seq2seq.data.corpus import load_pairs
+from seq2seq.decoding.search import DecodeOptions, search
+from seq2seq.models.registry import build_model, preset_config
+from seq2seq.models.transformer import PRESETS
+from seq2seq.training.checkpoint import load_run
 
 
 def main() -> None:

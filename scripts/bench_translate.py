@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from seq2seq.data import load_pairs
+from seq2seq.data.corpus import load_pairs
 
 
 def main() -> None:

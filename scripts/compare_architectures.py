@@ -19,7 +19,7 @@ from pathlib import Path
 from machine import cpu  # this folder is on the path when a script runs
 from reproduce_results import seq2seq
 
-from seq2seq.checkpoint import load_run, read_metrics
+from seq2seq.training.checkpoint import load_run, read_metrics
 
 SYSTEMS = {  # name -> train options beyond the shared recipe
     "transformer": ["--arch", "transformer"],

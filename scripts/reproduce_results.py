@@ -16,8 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from seq2seq.checkpoint import read_metrics
-from seq2seq.data import MULTI30K_LANGS
+from seq2seq.data.corpus import MULTI30K_LANGS
+from seq2seq.training.checkpoint import read_metrics
 
 RECIPE = ["--preset", "small"]  # the defaults are the recipe: 3072-piece batches, lr 1e-3, warmup 800
 EXAMPLES = [

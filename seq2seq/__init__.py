@@ -7,10 +7,10 @@
 >>> maps.weights["cross"].shape  # (layers, heads, output pieces + EOS, source pieces + EOS)
 """
 
-from seq2seq.attention import AttentionMaps, attention, attention_batch
-from seq2seq.checkpoint import load_run
-from seq2seq.decode import DecodeOptions, translate
+from seq2seq.decoding.attention import AttentionMaps, attention, attention_batch
+from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.errors import Seq2SeqError
+from seq2seq.training.checkpoint import load_run
 
 __version__ = "0.1.0"
 __all__ = [

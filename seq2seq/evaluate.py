@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU, CHRF
 
-from seq2seq.decode import DecodeOptions, translate
+from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.errors import Seq2SeqError
 
 

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from seq2seq import cli
+from seq2seq.cli import app as cli
 
 
 @dataclass

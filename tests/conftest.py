@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from seq2seq import checkpoint as ckpt
-from seq2seq.tokenizer import Tokenizer, train_tokenizer
-from seq2seq.train import TrainConfig
-from seq2seq.transformer import Transformer, TransformerConfig
+from seq2seq.data.tokenizer import Tokenizer, train_tokenizer
+from seq2seq.models.transformer import Transformer, TransformerConfig
+from seq2seq.training import checkpoint as ckpt
+from seq2seq.training.train import TrainConfig
 
 EN = ["a dog runs", "two men sit", "the cat sleeps", "a red car", "a girl plays", "the sun sets"]
 FR = [

@@ -10,10 +10,10 @@ from contextlib import nullcontext
 import torch
 from safetensors.torch import save_file
 
-from seq2seq.batch import collate
-from seq2seq.distributed import rank_batch, world
-from seq2seq.step import TrainStep, data_parallel
-from seq2seq.transformer import Transformer, TransformerConfig
+from seq2seq.data.batch import collate
+from seq2seq.models.transformer import Transformer, TransformerConfig
+from seq2seq.training.distributed import rank_batch, world
+from seq2seq.training.step import TrainStep, data_parallel
 
 CONFIG = TransformerConfig(
     vocab_size=50, d_model=32, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.0

@@ -5,9 +5,9 @@ from dataclasses import asdict
 import pytest
 import torch
 
-from seq2seq import checkpoint as ckpt
+from seq2seq.data.tokenizer import train_tokenizer
 from seq2seq.errors import Seq2SeqError
-from seq2seq.tokenizer import train_tokenizer
+from seq2seq.training import checkpoint as ckpt
 from tests.conftest import EN, FR, tiny_model
 
 
@@ -168,7 +168,7 @@ def test_failed_write_leaves_previous_checkpoint_intact(run_dir, monkeypatch):
     [(None, "has no 'train' section"), ({"lr": 0.1, "colour": "blue"}, "does not know: colour")],
 )
 def test_a_train_section_missing_or_foreign_is_one_line(run_dir, train, message, capsys, monkeypatch):
-    from seq2seq.train import stored_train_config
+    from seq2seq.training.train import stored_train_config
     from tests.cli_helpers import run_cli
 
     sections = json.loads((run_dir / "config.json").read_text())

@@ -2,9 +2,9 @@ import gzip
 
 import pytest
 
-from seq2seq.data import corpus_name, filter_pairs, load_pairs
+from seq2seq.data.corpus import corpus_name, filter_pairs, load_pairs
+from seq2seq.data.tokenizer import train_tokenizer
 from seq2seq.errors import Seq2SeqError
-from seq2seq.tokenizer import train_tokenizer
 from tests.conftest import write_multi30k
 
 

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from seq2seq.decode import (
+from seq2seq.decoding.search import (
     EOS_ID,
     DecodeOptions,
     beam_search,
@@ -93,7 +93,7 @@ def test_the_self_attention_cache_is_kept_in_the_compute_dtype():
 @pytest.mark.parametrize("asked", [True, False])
 def test_decoding_precision_follows_one_rule_on_every_device(asked, monkeypatch):
     """bf16 exactly when asked for and native (pretended here), whatever the device type."""
-    import seq2seq.decode as decode
+    import seq2seq.decoding.search as decode
 
     monkeypatch.setattr(decode, "use_bf16", lambda device, wanted: wanted)
     model, dtypes = tiny_model(), []

@@ -13,11 +13,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from seq2seq.batch import collate
-from seq2seq.checkpoint import CONFIG, METRICS, load_run, read_metrics
-from seq2seq.decode import DecodeOptions, translate
-from seq2seq.distributed import World, rank_batch
-from seq2seq.step import TrainStep
+from seq2seq.data.batch import collate
+from seq2seq.decoding.search import DecodeOptions, translate
+from seq2seq.training.checkpoint import CONFIG, METRICS, load_run, read_metrics
+from seq2seq.training.distributed import World, rank_batch
+from seq2seq.training.step import TrainStep
 from tests.conftest import saved_step
 from tests.ddp_step import fresh_model, step_batches
 
@@ -115,7 +115,7 @@ def test_two_processes_train_one_run_stop_together_and_it_translates_and_resumes
     assert translated.returncode == 0, translated.stderr
     assert len(translated.stdout.splitlines()) == 2
 
-    from seq2seq.train import TrainConfig, train
+    from seq2seq.training.train import TrainConfig, train
 
     config = TrainConfig(max_steps=steps[-1] + 2, max_tokens=64, bf16=False)
     final = train(run, config, None, data_dir=str(corpus_dir))  # the same run, now one process
@@ -125,8 +125,8 @@ def test_two_processes_train_one_run_stop_together_and_it_translates_and_resumes
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_training_and_decoding_on_cuda(tmp_path, corpus_dir):
-    from seq2seq.model import preset_config
-    from seq2seq.train import TrainConfig, train
+    from seq2seq.models.registry import preset_config
+    from seq2seq.training.train import TrainConfig, train
 
     run = tmp_path / "run"
     config = TrainConfig(max_steps=3, max_tokens=64, device="cuda")
@@ -158,8 +158,8 @@ def rank_of(pid: int) -> int:
 
 
 def test_a_lost_peer_is_one_line_on_the_other_ranks():
-    from seq2seq.distributed import peers_watched
     from seq2seq.errors import Seq2SeqError
+    from seq2seq.training.distributed import peers_watched
 
     lost = r"rank 1: another process of the job stopped \(Connection closed"
     with pytest.raises(Seq2SeqError, match=lost), peers_watched(World(rank=1, size=2)):

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from seq2seq.data import load_pairs
+from seq2seq.data.corpus import load_pairs
 from seq2seq.errors import Seq2SeqError
 from tests.cli_helpers import run_process
 from tests.conftest import write_multi30k

@@ -6,10 +6,10 @@ import json
 import pytest
 import torch
 
-from seq2seq import checkpoint as ckpt
-from seq2seq.batch import BOS_ID, EOS_ID, pad
-from seq2seq.decode import DecodeOptions, source_ids, translate
-from seq2seq.export import export_ctranslate2
+from seq2seq.data.batch import BOS_ID, EOS_ID, pad
+from seq2seq.decoding.search import DecodeOptions, source_ids, translate
+from seq2seq.export.ctranslate2 import export_ctranslate2
+from seq2seq.training import checkpoint as ckpt
 from tests.cli_helpers import run_cli
 from tests.conftest import tiny_model, write_run
 
@@ -101,7 +101,7 @@ def test_bad_exports_write_nothing(run_dir, tmp_path, capsys, monkeypatch, args,
 
 
 def test_an_rnn_run_is_not_supported(tmp_path, capsys, monkeypatch):
-    from seq2seq.rnn import RNN, RNNConfig
+    from seq2seq.models.rnn import RNN, RNNConfig
 
     run = write_run(tmp_path / "rnn", lambda v: RNN(RNNConfig(vocab_size=v, d_model=16, n_layers=1)))
     result = run_cli(["export", "--run", run, tmp_path / "out"], capsys, monkeypatch)

@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-from seq2seq.decode import beam_search, pad
+from seq2seq.decoding.forced import score_ids
+from seq2seq.decoding.search import beam_search, pad
 from seq2seq.errors import Seq2SeqError
-from seq2seq.forced import score_ids
 from tests.cli_helpers import run_cli
 from tests.conftest import tiny_model, write_run
 

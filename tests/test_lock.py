@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from seq2seq import checkpoint as ckpt
-from seq2seq.lock import run_lock
+from seq2seq.training import checkpoint as ckpt
+from seq2seq.training.lock import run_lock
 from tests.cli_helpers import run_cli
 from tests.conftest import tiny_model, write_run
 
@@ -26,7 +26,8 @@ TINY = [
     "cpu",
 ]
 HOLD = (
-    "from seq2seq.lock import run_lock\nwith run_lock({run!r}):\n    print('locked', flush=True)\n    input()"
+    "from seq2seq.training.lock import run_lock\n"
+    "with run_lock({run!r}):\n    print('locked', flush=True)\n    input()"
 )
 
 

@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from seq2seq.model import preset_config
-from seq2seq.protocol import AttentionRecord
-from seq2seq.transformer import PRESETS, Transformer
+from seq2seq.models.protocol import AttentionRecord
+from seq2seq.models.registry import preset_config
+from seq2seq.models.transformer import PRESETS, Transformer
 from tests.conftest import tiny_model
 
 

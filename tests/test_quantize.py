@@ -10,8 +10,8 @@ import torch
 from torch import nn
 from torch.ao.nn.quantized.dynamic import Linear as Int8Linear
 
-from seq2seq.decode import DecodeOptions, beam_search, greedy, pad, search
-from seq2seq.quantize import quantize
+from seq2seq.decoding.search import DecodeOptions, beam_search, greedy, pad, search
+from seq2seq.models.quantize import quantize
 from tests.cli_helpers import run_cli
 from tests.conftest import EN, tiny_model, write_multi30k, write_run
 from tests.test_rnn import VARIANTS, tiny_rnn

@@ -13,9 +13,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seq2seq import checkpoint as ckpt
-from seq2seq.train import TrainConfig, train
-from seq2seq.transformer import Transformer
+from seq2seq.models.transformer import Transformer
+from seq2seq.training import checkpoint as ckpt
+from seq2seq.training.train import TrainConfig, train
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import saved_step, write_multi30k
 from tests.test_cli import TRAIN
@@ -124,7 +124,7 @@ def test_score_refuses_an_overflowing_length_penalty(run, cli, tmp_path):
 def test_output_is_utf8_whatever_the_stdout_encoding(monkeypatch):
     import io
 
-    from seq2seq.cli_io import write_lines
+    from seq2seq.cli.io import write_lines
 
     raw = io.BytesIO()
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="ascii"))
@@ -270,7 +270,7 @@ def test_sigint_and_sigterm_save_the_current_step(tmp_path, signum):
     [("max minutes", "budget was spent before a step could run"), ("interrupted", "before a step could run")],
 )
 def test_a_run_stopped_before_its_first_step_is_not_called_complete(stop, message, capsys, tmp_path):
-    from seq2seq.cli_display import training_done
+    from seq2seq.cli.display import training_done
 
     training_done(tmp_path, {"step": 0, "stop": stop})
     said = capsys.readouterr().out
@@ -279,7 +279,7 @@ def test_a_run_stopped_before_its_first_step_is_not_called_complete(stop, messag
 
 def test_out_of_gpu_memory_is_a_one_line_hint(run, cli, monkeypatch):
     """The CUDA path's error, raised where a GPU would raise it (no GPU needed to test the answer)."""
-    import seq2seq.decode as decode
+    import seq2seq.decoding.search as decode
 
     def out_of_memory(*args, **kwargs):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")

@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from seq2seq.decode import beam_search, greedy, pad
-from seq2seq.protocol import AttentionRecord
-from seq2seq.rnn import RNN, RNNConfig
-from seq2seq.train import TrainConfig, train
+from seq2seq.decoding.search import beam_search, greedy, pad
+from seq2seq.models.protocol import AttentionRecord
+from seq2seq.models.rnn import RNN, RNNConfig
+from seq2seq.training.train import TrainConfig, train
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import write_multi30k
 from tests.test_cli import TRAIN
@@ -164,7 +164,7 @@ def test_options_the_architecture_does_not_have_are_refused(tmp_path, capsys, mo
 @pytest.mark.parametrize("preset", ["tiny", "small"])
 def test_rnn_presets_match_the_transformers_size(preset):
     """Same-budget comparisons are fair only between models of about the same size."""
-    from seq2seq.model import build_model, preset_config
+    from seq2seq.models.registry import build_model, preset_config
 
     size = {}
     for arch, options in (("transformer", {}), ("rnn", {}), ("rnn", dict(attention="luong", score="dot"))):

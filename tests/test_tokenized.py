@@ -5,11 +5,11 @@ import os
 import pytest
 import torch
 
-from seq2seq import tokenized
-from seq2seq.batch import collate, token_batches
-from seq2seq.data import corpus_identity, filter_pairs, load_pairs
+from seq2seq.data import tokenized
+from seq2seq.data.batch import collate, token_batches
+from seq2seq.data.corpus import corpus_identity, filter_pairs, load_pairs
+from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import Seq2SeqError
-from seq2seq.tokenizer import Tokenizer
 from tests.conftest import caption_tokenizer
 
 
@@ -122,7 +122,7 @@ def test_vectorised_batching_equals_the_plain_rule(n, longest):
 
 
 def test_a_foreign_tokenizer_is_one_line_before_any_tokenizing(tmp_path, corpus_dir):
-    from seq2seq.train import TrainConfig, train
+    from seq2seq.training.train import TrainConfig, train
     from tests.test_train import REVERSE_MODEL
 
     run = tmp_path / "run"

@@ -1,7 +1,7 @@
 import pytest
 
+from seq2seq.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, train_tokenizer
 from seq2seq.errors import Seq2SeqError
-from seq2seq.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, train_tokenizer
 from tests.conftest import EN, FR
 
 TEXTS = [f"{e} {i}" for i, e in enumerate(EN * 20)] + [f"{f} {i}" for i, f in enumerate(FR * 20)]

@@ -9,13 +9,13 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from seq2seq import loop as loop_module
-from seq2seq.checkpoint import BEST, CURVES, LAST, load_run, read_metrics
-from seq2seq.decode import DecodeOptions, translate
-from seq2seq.loop import Loop, lr_schedule
-from seq2seq.rnn import RNNConfig
-from seq2seq.train import TrainConfig, train
-from seq2seq.transformer import TransformerConfig
+from seq2seq.decoding.search import DecodeOptions, translate
+from seq2seq.models.rnn import RNNConfig
+from seq2seq.models.transformer import TransformerConfig
+from seq2seq.training import loop as loop_module
+from seq2seq.training.checkpoint import BEST, CURVES, LAST, load_run, read_metrics
+from seq2seq.training.loop import Loop, lr_schedule
+from seq2seq.training.train import TrainConfig, train
 
 REVERSE_MODEL = TransformerConfig(
     d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=256, dropout=0.0, max_positions=32
@@ -184,7 +184,7 @@ def test_a_time_budget_pays_for_the_final_validation_from_the_first_run_on(tmp_p
     clock = SimpleNamespace(now=0.0)
     fake_time = SimpleNamespace(monotonic=lambda: clock.now, perf_counter=lambda: clock.now)
     monkeypatch.setattr(loop_module, "time", fake_time)
-    monkeypatch.setattr(importlib.import_module("seq2seq.train"), "time", fake_time)
+    monkeypatch.setattr(importlib.import_module("seq2seq.training.train"), "time", fake_time)
     step, evaluate = Loop._train_step, loop_module.evaluate
 
     def timed_step(self, batch, number, weight):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
-from seq2seq import cli_display as display
-from seq2seq.cli_io import one_line, read_lines, write_lines
-from seq2seq.cli_options import (
+from seq2seq.cli import display
+from seq2seq.cli.io import one_line, read_lines, write_lines
+from seq2seq.cli.options import (
     BATCH_SIZE,
     BEAM,
     BF16,
@@ -49,11 +49,11 @@ def evaluate(
 ):
     """Translate a test set and print BLEU and chrF with their sacreBLEU signatures; with a baseline,
     both systems' scores with 95% confidence intervals and the p-value of their difference."""
-    from seq2seq.data import load_pairs
-    from seq2seq.decode import DecodeOptions
+    from seq2seq.data.corpus import load_pairs
+    from seq2seq.decoding.search import DecodeOptions
     from seq2seq.evaluate import TESTS, compare
     from seq2seq.evaluate import evaluate as evaluate_pairs
-    from seq2seq.train import stored_train_config
+    from seq2seq.training.train import stored_train_config
 
     options = DecodeOptions(
         beam=1 if greedy else beam, length_penalty=length_penalty, batch_size=batch_size, bf16=bf16
@@ -136,7 +136,7 @@ def score(
 ):
     """The model's log-probability of given translations: a line `score total mean pieces` per pair
     (score = total / length penalty, the number `translate --nbest` prints for the same output)."""
-    from seq2seq.forced import score_pairs
+    from seq2seq.decoding.forced import score_pairs
 
     if batch_size < 1:
         raise typer.BadParameter("must be at least 1", param_hint="--batch-size")
@@ -163,7 +163,7 @@ def export(
     force: bool = typer.Option(False, "--force", help="Replace OUTPUT if it exists."),
 ):
     """Convert a run for another inference engine (CTranslate2), the same weights and vocabulary."""
-    from seq2seq.export import export_ctranslate2
+    from seq2seq.export.ctranslate2 import export_ctranslate2
 
     if to != "ctranslate2":
         raise typer.BadParameter(f"{to!r} is not one of ctranslate2", param_hint="--to")

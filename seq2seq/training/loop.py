@@ -6,16 +6,16 @@ from functools import partial
 
 import torch
 
-from seq2seq import checkpoint as ckpt
-from seq2seq import plots
-from seq2seq.batch import Batch, collate, pair_lengths, token_batches
-from seq2seq.decode import DecodeOptions
+from seq2seq.data.batch import Batch, collate, pair_lengths, token_batches
+from seq2seq.data.tokenized import TokenizedPairs
+from seq2seq.decoding.search import DecodeOptions
 from seq2seq.device import use_bf16
-from seq2seq.distributed import World, rank_batch
 from seq2seq.errors import Seq2SeqError
 from seq2seq.evaluate import evaluate
-from seq2seq.step import NonFiniteLoss, TrainStep, data_parallel, summed_loss
-from seq2seq.tokenized import TokenizedPairs
+from seq2seq.training import checkpoint as ckpt
+from seq2seq.training.distributed import World, rank_batch
+from seq2seq.training.step import NonFiniteLoss, TrainStep, data_parallel, summed_loss
+from seq2seq.views import plots
 
 # Why a loop stops, by precedence: when processes differ (one was interrupted, another ran out of
 # time) the highest wins on all of them, so "interrupted" always gets its save before validating.

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seq2seq.batch import PAD_ID, Batch
-from seq2seq.distributed import World
+from seq2seq.data.batch import PAD_ID, Batch
+from seq2seq.training.distributed import World
 
 
 def summed_loss(model: nn.Module, batch: Batch, label_smoothing: float) -> torch.Tensor:

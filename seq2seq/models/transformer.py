@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seq2seq.cache import DecoderCache, PrefixCache
-from seq2seq.protocol import AttentionRecord
+from seq2seq.models.cache import DecoderCache, PrefixCache
+from seq2seq.models.protocol import AttentionRecord
 
 PAD_ID = 0  # the tokenizer's fixed padding id; the model only needs it to mask the source
 

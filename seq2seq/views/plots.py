@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 
 from seq2seq.atomic import write_atomic
-from seq2seq.attention import KINDS, AttentionMaps
+from seq2seq.decoding.attention import KINDS, AttentionMaps
 from seq2seq.errors import Seq2SeqError
 
 INSTALL_HINT = 'pip install -e ".[plot]"'

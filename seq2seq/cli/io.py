@@ -185,7 +185,7 @@ class LineWriter:
         if self.written == 0:
             self.partial.unlink(missing_ok=True)
         else:
-            from seq2seq.cli_display import warn
+            from seq2seq.cli.display import warn
 
             warn(f"the first {self.written} output lines are kept in {self.partial}")
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
-from seq2seq.batch import BOS_ID, EOS_ID, PAD_ID, pad
-from seq2seq.decode import check_length_penalty, penalty, source_ids
+from seq2seq.data.batch import BOS_ID, EOS_ID, PAD_ID, pad
+from seq2seq.decoding.search import check_length_penalty, penalty, source_ids
 from seq2seq.errors import Seq2SeqError
 
 

@@ -10,10 +10,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from seq2seq.batch import BOS_ID, EOS_ID, PAD_ID, pad
-from seq2seq.cache import is_identity
+from seq2seq.data.batch import BOS_ID, EOS_ID, PAD_ID, pad
 from seq2seq.device import use_bf16
 from seq2seq.errors import Seq2SeqError
+from seq2seq.models.cache import is_identity
 
 
 @dataclass

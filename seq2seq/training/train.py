@@ -10,16 +10,16 @@ from pathlib import Path
 
 import torch
 
-from seq2seq import checkpoint as ckpt
-from seq2seq import tokenized
-from seq2seq.data import MAX_RATIO, FilterReport, corpus_identity, load_pairs
+from seq2seq.data import tokenized
+from seq2seq.data.corpus import MAX_RATIO, FilterReport, corpus_identity, load_pairs
+from seq2seq.data.tokenizer import Tokenizer, train_tokenizer
 from seq2seq.device import use_bf16
-from seq2seq.distributed import World, peers_watched, world
 from seq2seq.errors import Seq2SeqError
-from seq2seq.lock import run_lock
-from seq2seq.loop import Loop, Reporter
-from seq2seq.model import ModelConfig, build_model
-from seq2seq.tokenizer import Tokenizer, train_tokenizer
+from seq2seq.models.registry import ModelConfig, build_model
+from seq2seq.training import checkpoint as ckpt
+from seq2seq.training.distributed import World, peers_watched, world
+from seq2seq.training.lock import run_lock
+from seq2seq.training.loop import Loop, Reporter
 
 
 @dataclass

@@ -20,9 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seq2seq.batch import PAD_ID
-from seq2seq.cache import PrefixCache, RNNCache, State, map_state
-from seq2seq.protocol import AttentionRecord
+from seq2seq.data.batch import PAD_ID
+from seq2seq.models.cache import PrefixCache, RNNCache, State, map_state
+from seq2seq.models.protocol import AttentionRecord
 
 
 @dataclass

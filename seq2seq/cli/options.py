@@ -23,7 +23,7 @@ QUANTIZE = typer.Option(
 def check_precision(quantize: str | None, bf16: bool) -> None:
     """--quantize and --bf16 are two answers to one question; refuse the pair, and unknown modes,
     before any work."""
-    from seq2seq.quantize import QUANTIZATIONS
+    from seq2seq.models.quantize import QUANTIZATIONS
 
     if quantize is not None and quantize not in QUANTIZATIONS:
         raise typer.BadParameter(
@@ -36,12 +36,12 @@ def check_precision(quantize: str | None, bf16: bool) -> None:
 def load_decoder(run, device: str, quantize: str | None = None):
     """(model, tokenizer) of a run on `device`, quantized for decoding when `quantize` says so:
     one place for what translate, evaluate and its baseline run all do."""
-    from seq2seq.checkpoint import load_run
     from seq2seq.device import resolve_device
+    from seq2seq.training.checkpoint import load_run
 
     model, tokenizer = load_run(run, resolve_device(device))
     if quantize is not None:
-        from seq2seq.quantize import quantize as quantized
+        from seq2seq.models.quantize import quantize as quantized
 
         model = quantized(model, quantize)
     return model, tokenizer

@@ -25,9 +25,9 @@ from safetensors.torch import save_file
 from torch import nn
 
 from seq2seq.atomic import write_atomic, write_with
+from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import Seq2SeqError, first_line
-from seq2seq.model import ModelConfig, build_model, config_from_dict
-from seq2seq.tokenizer import Tokenizer
+from seq2seq.models.registry import ModelConfig, build_model, config_from_dict
 
 CONFIG, TOKENIZER, BEST, LAST, METRICS, CURVES = (
     "config.json",

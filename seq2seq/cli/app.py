@@ -7,12 +7,12 @@ from pathlib import Path
 
 import typer
 
-from seq2seq import cli_display as display
 from seq2seq.allocator import keep_freed_memory
-from seq2seq.cli_io import ReaderLeft
-from seq2seq.cli_options import CORPUS, DATA_DIR, DEVICE, RUN
-from seq2seq.cli_translate import translate
-from seq2seq.cli_use import evaluate, export, score
+from seq2seq.cli import display
+from seq2seq.cli.io import ReaderLeft
+from seq2seq.cli.options import CORPUS, DATA_DIR, DEVICE, RUN
+from seq2seq.cli.translate import translate
+from seq2seq.cli.use import evaluate, export, score
 from seq2seq.errors import Seq2SeqError
 
 app = typer.Typer(
@@ -23,7 +23,7 @@ app = typer.Typer(
 
 
 def default_run(run: Path | None, corpus: str, src: str, tgt: str) -> Path:
-    from seq2seq.data import corpus_name
+    from seq2seq.data.corpus import corpus_name
 
     return run or Path("runs") / f"{corpus_name(corpus)}-{src}-{tgt}"
 
@@ -39,8 +39,8 @@ def tokenize(
     run: Path | None = RUN,
 ):
     """Train the joint SentencePiece model of a run, or show how it splits TEXT."""
-    from seq2seq.checkpoint import BEST, LAST, TOKENIZER
-    from seq2seq.tokenizer import Tokenizer
+    from seq2seq.data.tokenizer import Tokenizer
+    from seq2seq.training.checkpoint import BEST, LAST, TOKENIZER
 
     run = default_run(run, corpus, src, tgt)
     if text is not None:
@@ -51,9 +51,9 @@ def tokenize(
         raise Seq2SeqError(f"{run} already has trained weights; a new tokenizer needs a new --run")
     if vocab_size < 8:
         raise typer.BadParameter("must be at least 8", param_hint="--vocab-size")
-    from seq2seq.data import load_pairs
-    from seq2seq.lock import run_lock
-    from seq2seq.tokenizer import train_tokenizer
+    from seq2seq.data.corpus import load_pairs
+    from seq2seq.data.tokenizer import train_tokenizer
+    from seq2seq.training.lock import run_lock
 
     with run_lock(run):
         pairs = load_pairs(corpus, "train", src, tgt, data_dir)  # all of them, as `train` does
@@ -96,9 +96,9 @@ def train(
     fp32: bool = typer.Option(False, "--fp32", help="No bf16 autocast, even where it is fast."),
 ):
     """Train a model (and its tokenizer); rerunning resumes from the run's last checkpoint."""
-    from seq2seq.distributed import is_main_process
-    from seq2seq.train import TrainConfig
-    from seq2seq.train import train as train_run
+    from seq2seq.training.distributed import is_main_process
+    from seq2seq.training.train import TrainConfig
+    from seq2seq.training.train import train as train_run
 
     model_config = architecture_config(arch, preset, attention, score, cell, dropout)
     config = TrainConfig(
@@ -139,7 +139,7 @@ for command in (translate, evaluate, score, export):  # the commands that use a 
 def architecture_config(arch: str, preset: str, attention, score, cell, dropout: float):
     """The model config the options describe; an option the architecture does not have is an
     error, never silently ignored."""
-    from seq2seq.model import ARCHITECTURES, preset_config
+    from seq2seq.models.registry import ARCHITECTURES, preset_config
 
     if arch not in ARCHITECTURES:
         raise typer.BadParameter(f"{arch!r} is not one of {', '.join(ARCHITECTURES)}", param_hint="--arch")
@@ -165,15 +165,15 @@ def refuse_unhonoured_options(ctx: typer.Context, run: Path, config) -> None:
     the new command's. An option given to change the rest is refused, never silently ignored."""
     from dataclasses import fields
 
-    from seq2seq import checkpoint as ckpt
-    from seq2seq.model import ARCHITECTURES
-    from seq2seq.train import LIMITS, stored_train_config
+    from seq2seq.models.registry import ARCHITECTURES
+    from seq2seq.training import checkpoint as ckpt
+    from seq2seq.training.train import LIMITS, stored_train_config
 
     sources = {n: getattr(ctx.get_parameter_source(n), "name", "") for n in ctx.params}
     given = {n for n, source in sources.items() if source in ("COMMANDLINE", "ENVIRONMENT")}
     if not (run / ckpt.LAST).is_file():
         if "vocab_size" in given and (run / ckpt.TOKENIZER).is_file():
-            from seq2seq.tokenizer import Tokenizer
+            from seq2seq.data.tokenizer import Tokenizer
 
             pieces = Tokenizer(run / ckpt.TOKENIZER).vocab_size
             if pieces != config.vocab_size:  # a ceiling SentencePiece may not have reached: say, not refuse

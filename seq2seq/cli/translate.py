@@ -7,9 +7,9 @@ from pathlib import Path
 
 import typer
 
-from seq2seq import cli_display as display
-from seq2seq.cli_io import LineWriter, arguments, count_lines, line_groups, numbered, one_line
-from seq2seq.cli_options import (
+from seq2seq.cli import display
+from seq2seq.cli.io import LineWriter, arguments, count_lines, line_groups, numbered, one_line
+from seq2seq.cli.options import (
     BATCH_SIZE,
     BEAM,
     BF16,
@@ -51,14 +51,14 @@ def translate(
 ):
     """Translate sentences: exactly one output line per input line, in order. From a terminal with
     no TEXT or --input: a prompt, a translation per line entered (an empty line or Ctrl-D ends)."""
-    from seq2seq.decode import DecodeOptions
+    from seq2seq.decoding.search import DecodeOptions
 
     views = Views(show_attention, attention_png, layer, head)
     for name, value in (("--layer", layer), ("--head", head)):
         if value is not None and not views.wanted:
             raise typer.BadParameter("goes with --show-attention or --attention-png", param_hint=name)
     if attention_png is not None:
-        from seq2seq import plots
+        from seq2seq.views import plots
 
         plots.require()
     options = DecodeOptions(
@@ -100,7 +100,7 @@ def translate(
 def translate_group(model, tokenizer, lines, first, writer, options, views) -> None:
     """Translate lines (the first is line `first` of the input), write them, then show or draw
     their attention."""
-    from seq2seq.decode import translate as translate_lines
+    from seq2seq.decoding.search import translate as translate_lines
 
     result = translate_lines(model, tokenizer, lines, options)
     if result.truncated:
@@ -110,7 +110,7 @@ def translate_group(model, tokenizer, lines, first, writer, options, views) -> N
         )
     maps = {}
     if views.wanted:
-        from seq2seq.attention import check_choice, maps_of_translations
+        from seq2seq.decoding.attention import check_choice, maps_of_translations
 
         maps = maps_of_translations(model, tokenizer, lines, result, options.batch_size)
         if maps:  # a bad --layer/--head is refused before anything of this group is written
@@ -156,7 +156,7 @@ class Views:
             self._draw(self.first[1], self.path)
 
     def _draw(self, maps, path: Path) -> None:
-        from seq2seq import plots
+        from seq2seq.views import plots
 
         plots.attention_png(maps, path, self.layer, self.head)
 

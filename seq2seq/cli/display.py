@@ -17,8 +17,8 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from seq2seq.attention import AttentionMaps
-from seq2seq.loop import Reporter
+from seq2seq.decoding.attention import AttentionMaps
+from seq2seq.training.loop import Reporter
 
 out = Console()
 err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from seq2seq.batch import BOS_ID, EOS_ID, pad
-from seq2seq.decode import DecodeOptions, Translations, source_ids, translate
+from seq2seq.data.batch import BOS_ID, EOS_ID, pad
+from seq2seq.decoding.search import DecodeOptions, Translations, source_ids, translate
 from seq2seq.errors import Seq2SeqError
 
 # What each kind is called, and which pieces label its rows and its columns.

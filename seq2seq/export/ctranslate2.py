@@ -13,8 +13,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from seq2seq.checkpoint import load_run
 from seq2seq.errors import Seq2SeqError
+from seq2seq.training.checkpoint import load_run
 
 INSTALL_HINT = 'pip install -e ".[ct2]"'
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "bfloat16", "float16", "float32")

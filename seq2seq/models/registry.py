@@ -5,9 +5,9 @@ from dataclasses import fields, replace
 
 from torch import nn
 
-from seq2seq import rnn, transformer
-from seq2seq.rnn import RNN, RNNConfig
-from seq2seq.transformer import Transformer, TransformerConfig
+from seq2seq.models import rnn, transformer
+from seq2seq.models.rnn import RNN, RNNConfig
+from seq2seq.models.transformer import Transformer, TransformerConfig
 
 ModelConfig = TransformerConfig | RNNConfig
 ARCHITECTURES = {  # arch -> (config, model, presets)
