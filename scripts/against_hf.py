@@ -13,7 +13,8 @@ positions), so the peer is skipped for them.
 import torch
 from timing import length_sorted_batches, median_time
 
-from seq2seq.data.batch import BOS_ID, EOS_ID, PAD_ID, pad
+from seq2seq.data.batch import pad
+from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
 
 INSTALL_HINT = 'pip install -e ".[bench]"  (Hugging Face transformers, for the generate() peer)'
 

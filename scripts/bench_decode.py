@@ -22,8 +22,9 @@ from machine import cpu  # this folder is on the path when a script runs
 from timing import length_sorted_batches, median_time
 
 from seq2seq.allocator import keep_freed_memory
-from seq2seq.data.batch import EOS_ID, pad
+from seq2seq.data.batch import pad
 from seq2seq.data.corpus import load_pairs
+from seq2seq.data.special import EOS_ID
 from seq2seq.decoding.search import DecodeOptions, search
 from seq2seq.models.registry import build_model, preset_config
 from seq2seq.models.transformer import PRESETS

@@ -25,3 +25,9 @@ def use_bf16(device: torch.device, wanted: bool) -> bool:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
         return False
+
+
+def autocast(device: torch.device, wanted: bool) -> torch.autocast:
+    """The one precision rule of training and decoding alike: fp32, unless bf16 is wanted and
+    `use_bf16` says the device computes it fast."""
+    return torch.autocast(device.type, torch.bfloat16, enabled=use_bf16(device, wanted))

@@ -8,6 +8,7 @@ from sacrebleu.metrics import BLEU, CHRF
 
 from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.errors import Seq2SeqError
+from seq2seq.models.protocol import Seq2SeqModel
 
 
 @dataclass
@@ -44,7 +45,9 @@ class Evaluation:
     seconds: float
 
 
-def evaluate(model, tokenizer, pairs: list[tuple[str, str]], options: DecodeOptions) -> Evaluation:
+def evaluate(
+    model: Seq2SeqModel, tokenizer, pairs: list[tuple[str, str]], options: DecodeOptions
+) -> Evaluation:
     """Translate the source side of `pairs` and score it against the target side."""
     start = time.perf_counter()
     hypotheses = translate(model, tokenizer, [src for src, _ in pairs], options).best

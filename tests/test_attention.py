@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from seq2seq.cli.display import heatmap_lines
-from seq2seq.data.batch import BOS_ID, EOS_ID, pad
+from seq2seq.data.batch import pad
+from seq2seq.data.special import BOS_ID, EOS_ID
 from seq2seq.decoding.attention import attention, attention_batch
 from seq2seq.decoding.search import DecodeOptions, greedy, source_ids
 from seq2seq.errors import Seq2SeqError

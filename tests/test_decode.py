@@ -94,8 +94,9 @@ def test_the_self_attention_cache_is_kept_in_the_compute_dtype():
 def test_decoding_precision_follows_one_rule_on_every_device(asked, monkeypatch):
     """bf16 exactly when asked for and native (pretended here), whatever the device type."""
     import seq2seq.decoding.search as decode
+    import seq2seq.device
 
-    monkeypatch.setattr(decode, "use_bf16", lambda device, wanted: wanted)
+    monkeypatch.setattr(seq2seq.device, "use_bf16", lambda device, wanted: wanted)
     model, dtypes = tiny_model(), []
     init_cache = model.init_cache
 

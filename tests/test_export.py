@@ -6,7 +6,8 @@ import json
 import pytest
 import torch
 
-from seq2seq.data.batch import BOS_ID, EOS_ID, pad
+from seq2seq.data.batch import pad
+from seq2seq.data.special import BOS_ID, EOS_ID
 from seq2seq.decoding.search import DecodeOptions, source_ids, translate
 from seq2seq.export.ctranslate2 import export_ctranslate2
 from seq2seq.training import checkpoint as ckpt

@@ -1,6 +1,7 @@
 import pytest
 
-from seq2seq.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, train_tokenizer
+from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from seq2seq.data.tokenizer import Tokenizer, train_tokenizer
 from seq2seq.errors import Seq2SeqError
 from tests.conftest import EN, FR
 

@@ -143,7 +143,7 @@ def architecture_config(arch: str, preset: str, attention, score, cell, dropout:
 
     if arch not in ARCHITECTURES:
         raise typer.BadParameter(f"{arch!r} is not one of {', '.join(ARCHITECTURES)}", param_hint="--arch")
-    presets = ARCHITECTURES[arch][2]
+    presets = ARCHITECTURES[arch].presets
     if preset not in presets:
         raise typer.BadParameter(f"{preset!r} is not one of {', '.join(presets)}", param_hint="--preset")
     given = {k: v for k, v in {"attention": attention, "score": score, "cell": cell}.items() if v is not None}
@@ -190,7 +190,7 @@ def refuse_unhonoured_options(ctx: typer.Context, run: Path, config) -> None:
     for name in [n for n in MODEL_OPTIONS if n in given]:
         value = ctx.params[name]
         if name == "preset":  # the shape that preset gives the run's own architecture
-            shape = ARCHITECTURES[stored_model.arch][2].get(value)
+            shape = ARCHITECTURES[stored_model.arch].presets.get(value)
             same = shape is not None and all(getattr(stored_model, k) == v for k, v in shape.items())
         else:
             same = getattr(stored_model, name, None) == value

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-PAD_ID, BOS_ID, EOS_ID = 0, 2, 3  # the tokenizer's fixed ids
+from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
 
 
 @dataclass

@@ -8,10 +8,8 @@ from pathlib import Path
 import sentencepiece as spm
 
 from seq2seq.atomic import write_atomic
+from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from seq2seq.errors import Seq2SeqError, first_line
-
-# Fixed special ids: the model and the batcher rely on them without asking the tokenizer.
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 
 
 class Tokenizer:

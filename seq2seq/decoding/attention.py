@@ -13,9 +13,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from seq2seq.data.batch import BOS_ID, EOS_ID, pad
+from seq2seq.data.batch import pad
+from seq2seq.data.special import BOS_ID, EOS_ID
 from seq2seq.decoding.search import DecodeOptions, Translations, source_ids, translate
 from seq2seq.errors import Seq2SeqError
+from seq2seq.models.protocol import Seq2SeqModel
 
 # What each kind is called, and which pieces label its rows and its columns.
 KINDS = {
@@ -70,7 +72,11 @@ def check_choice(maps: AttentionMaps, layer: int | None, head: int | None) -> No
 
 
 def attention(
-    model, tokenizer, source: str, translation: str | None = None, options: DecodeOptions | None = None
+    model: Seq2SeqModel,
+    tokenizer,
+    source: str,
+    translation: str | None = None,
+    options: DecodeOptions | None = None,
 ) -> AttentionMaps:
     """The maps of one sentence: of the model's own translation (searched with `options`), or of a
     given `translation` (forced decoding: what would the model attend to for this output?)."""
@@ -79,7 +85,7 @@ def attention(
 
 
 def attention_batch(
-    model,
+    model: Seq2SeqModel,
     tokenizer,
     sources: list[str],
     translations: list[str] | None = None,
@@ -98,7 +104,7 @@ def attention_batch(
 
 @torch.inference_mode()
 def attention_of(
-    model,
+    model: Seq2SeqModel,
     tokenizer,
     sources: list[str],
     translations: list[str],
@@ -123,7 +129,7 @@ def attention_of(
 
 
 def maps_of_translations(
-    model, tokenizer, lines: list[str], result: Translations, batch_size: int = 64
+    model: Seq2SeqModel, tokenizer, lines: list[str], result: Translations, batch_size: int = 64
 ) -> dict[int, AttentionMaps]:
     """Line number (from 1) -> the maps of the translation `translate` chose for it, for every
     non-blank line."""
@@ -139,7 +145,9 @@ def maps_of_translations(
     return {i + 1: m for i, m in zip(todo, maps, strict=True)}
 
 
-def _teacher_forced(model, src_ids: list[list[int]], targets: list[list[int]]) -> list[dict[str, Tensor]]:
+def _teacher_forced(
+    model: Seq2SeqModel, src_ids: list[list[int]], targets: list[list[int]]
+) -> list[dict[str, Tensor]]:
     """One pass over a padded batch; each sentence's weights cut back to its own rows and columns."""
     device = next(model.parameters()).device
     src = pad(src_ids).to(device)

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 
 import torch
 
-from seq2seq.data.batch import BOS_ID, EOS_ID, PAD_ID, pad
+from seq2seq.data.batch import pad
+from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
 from seq2seq.decoding.search import check_length_penalty, penalty, source_ids
 from seq2seq.errors import Seq2SeqError
+from seq2seq.models.protocol import Seq2SeqModel
 
 
 @dataclass
@@ -26,7 +28,7 @@ class ForcedScore:
 
 @torch.inference_mode()
 def score_pairs(
-    model,
+    model: Seq2SeqModel,
     tokenizer,
     sources: list[str],
     targets: list[str],
@@ -44,7 +46,7 @@ def score_pairs(
 
 @torch.inference_mode()
 def score_ids(
-    model,
+    model: Seq2SeqModel,
     src_ids: list[list[int]],
     tgt_ids: list[list[int]],
     length_penalty: float = 1.0,

@@ -10,10 +10,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from seq2seq.data.batch import BOS_ID, EOS_ID, PAD_ID, pad
-from seq2seq.device import use_bf16
+from seq2seq.data.batch import pad
+from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
+from seq2seq.device import autocast
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.cache import is_identity
+from seq2seq.models.protocol import Seq2SeqModel
 
 
 @dataclass
@@ -62,7 +64,7 @@ class Translations:
 
 
 @torch.inference_mode()
-def translate(model, tokenizer, lines: list[str], options: DecodeOptions) -> Translations:
+def translate(model: Seq2SeqModel, tokenizer, lines: list[str], options: DecodeOptions) -> Translations:
     """Translate lines in length-sorted batches, returning results in input order; a blank line
     gives an empty translation without touching the model."""
     options.check()
@@ -78,7 +80,7 @@ def translate(model, tokenizer, lines: list[str], options: DecodeOptions) -> Tra
     for start in range(0, len(todo), options.batch_size):
         chunk = todo[start : start + options.batch_size]
         src = pad([ids[i] for i in chunk]).to(device)
-        with precision(device, options):
+        with autocast(device, options.bf16):
             hyps = search(model, src, options)
         for i, sentence_hyps in zip(chunk, hyps, strict=True):
             texts = tokenizer.decode([h.tokens for h in sentence_hyps])
@@ -87,12 +89,7 @@ def translate(model, tokenizer, lines: list[str], options: DecodeOptions) -> Tra
     return Translations(nbest, tokens, truncated)
 
 
-def precision(device: torch.device, options: DecodeOptions) -> torch.autocast:
-    """One rule on every device: fp32, unless bf16 is asked for and the device computes it natively."""
-    return torch.autocast(device.type, torch.bfloat16, enabled=use_bf16(device, options.bf16))
-
-
-def source_ids(model, tokenizer, lines: list[str]) -> tuple[list[list[int]], int]:
+def source_ids(model: Seq2SeqModel, tokenizer, lines: list[str]) -> tuple[list[list[int]], int]:
     """Each line's piece ids cut to the model's longest source and ended with EOS, and how many
     lines were cut."""
     max_src = model.cfg.max_positions - 1  # room for EOS
@@ -101,7 +98,7 @@ def source_ids(model, tokenizer, lines: list[str]) -> tuple[list[list[int]], int
     return [[*x[:max_src], EOS_ID] for x in ids], truncated
 
 
-def search(model, src: Tensor, options: DecodeOptions) -> list[list[Hypothesis]]:
+def search(model: Seq2SeqModel, src: Tensor, options: DecodeOptions) -> list[list[Hypothesis]]:
     """Greedy when the beam is 1 (same result as beam_search, cheaper), beam search otherwise."""
     max_lens = max_lengths(src, options, model.cfg.max_positions - 1)
     if options.beam == 1:
@@ -123,7 +120,7 @@ def search(model, src: Tensor, options: DecodeOptions) -> list[list[Hypothesis]]
 
 @torch.inference_mode()
 def greedy(
-    model, src: Tensor, max_lens: Tensor, min_len: int = 0, alpha: float = 1.0, use_cache=True
+    model: Seq2SeqModel, src: Tensor, max_lens: Tensor, min_len: int = 0, alpha: float = 1.0, use_cache=True
 ) -> list[Hypothesis]:
     """The most likely next token at every step. src (B, S) ids; max_lens (B,) output limits."""
     B = src.size(0)
@@ -157,7 +154,7 @@ def greedy(
 
 @torch.inference_mode()
 def beam_search(
-    model,
+    model: Seq2SeqModel,
     src: Tensor,
     beam: int,
     max_lens: Tensor,

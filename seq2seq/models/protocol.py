@@ -1,30 +1,32 @@
-"""The one protocol that every architecture implements, and that decoding, training, checkpoints
-and the attention views rely on: none of them ever asks which architecture it holds.
+"""The one protocol every architecture implements, and the only thing decoding, scoring, training,
+checkpoints and the attention views see: none of them ever asks which architecture it holds.
 
-    memory, src_mask = model.encode(src)                 the encoder, once per batch
-    cache = model.init_cache(memory, src_mask, max_len)  per-sentence work done once: the
-                                                         Transformer's cross-attention K/V, the
-                                                         RNN's attention keys (U h_j or W h_j)
-    logits = model.decode_step(tokens, cache)            one position per row; the cache advances
-    cache.reorder(beam_idx)                              rows follow their beam parents
-    cache.select(rows)                                   finished sentences leave; beams fill
-    logits = model(src, tgt_in)                          teacher forcing, for training
-    weights = model.attention(src, tgt_in)               teacher forcing that returns the weights
-    model.cfg.max_positions                              the longest source or target, in pieces
-    model.embed, model.generator                         the joint embedding, and the output layer
-                                                         (None: the embedding matrix, tied); int8
-                                                         decoding (`quantize.py`) sets its own
+An architecture subclasses `Seq2SeqModel` and writes four methods, its own part:
 
-`init_cache(..., use_cache=False)` gives the uncached path (`cache.PrefixCache`): every step
-re-runs the decoder over the whole prefix, for the tests and benchmarks that check the cache.
+    memory, src_mask = model.encode(src, record)          the encoder, once per batch
+    logits = model.decode_all(tgt_in, memory, src_mask)   every target position (teacher forcing)
+    cache = model.start_cache(memory, src_mask, max_len)  per-sentence work done once: the
+                                                          Transformer's cross-attention K/V, the
+                                                          RNN's attention keys (U h_j or W h_j)
+    logits = model.step(tokens, cache, record)            one position per row; the cache advances
+
+and gets the rest, written once here: `forward` (training), `attention` (the weights of a
+teacher-forced pass), `init_cache` / `decode_step` (what search calls; `use_cache=False` gives
+the uncached path, which re-runs `decode_all` over the whole prefix every step). Its cache
+implements `Cache`: `reorder` (rows follow their beam parents) and `select` (finished sentences
+leave, beams fill). `tests/test_protocol.py` checks every registered architecture against it.
 
 Shapes: B rows, S source length, T target length, V vocabulary, L layers, H heads.
 """
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from torch import Tensor
+import torch
+from torch import Tensor, nn
+
+from seq2seq.models.cache import PrefixCache
 
 
 class Cache(Protocol):
@@ -35,32 +37,70 @@ class Cache(Protocol):
         """Keep only `rows`, in this order, repeats allowed (everything moves)."""
 
 
-class Seq2SeqModel(Protocol):
-    cfg: object  # a dataclass with at least `vocab_size` and `max_positions`
+class ModelConfig(Protocol):
+    """What every architecture's config has (each is a dataclass; `asdict` is its JSON)."""
 
-    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
-        """(B, S) ids -> memory (B, S, D) and a mask that is True on real (non-padding) positions."""
-
-    def init_cache(self, memory: Tensor, src_mask: Tensor, max_len: int, use_cache: bool = True) -> Cache:
-        """The decoding state of a batch, for outputs of up to `max_len` positions."""
-
-    def decode_step(self, tokens: Tensor, cache: Cache, record: "AttentionRecord | None" = None) -> Tensor:
-        """(B,) previous tokens -> (B, V) logits of the next; `record` receives this step's weights."""
-
-    def __call__(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher forcing: (B, S) source and (B, T) shifted target -> (B, T, V) logits."""
-
-    def attention(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
-        """Teacher forcing that returns the weights by kind ("encoder", "decoder", "cross"; each
-        architecture has a subset), each (B, L, H, rows, cols)."""
+    arch: str  # the registry's name for the architecture, written into config.json
+    vocab_size: int
+    max_positions: int  # the longest source or target, in pieces, EOS/BOS included
 
 
 @dataclass
 class AttentionRecord:
-    """Lists that receive attention weights (B, H, rows, cols) when a caller asks for them, passed
-    explicitly, so no weights are kept on the normal path. The Transformer appends one entry per
-    layer, the RNN one per step."""
+    """Lists that receive attention weights when a caller asks for them, passed explicitly, so no
+    weights are kept on the normal path. Each entry is one layer's (B, H, rows, cols); a step of
+    decoding (`step` with a record) appends rows of one query each."""
 
     encoder: list[Tensor] = field(default_factory=list)  # self-attention over the source
     decoder: list[Tensor] = field(default_factory=list)  # masked self-attention over the target
     cross: list[Tensor] = field(default_factory=list)  # target queries over the source
+
+
+class Seq2SeqModel(nn.Module, ABC):
+    """An encoder-decoder: what `build_model` returns and what every consumer takes."""
+
+    cfg: ModelConfig
+    embed: nn.Embedding  # the joint source/target embedding; the output layer unless `generator`
+    generator: nn.Module | None  # None: the embedding matrix, tied; int8 decoding sets its own
+
+    @abstractmethod
+    def encode(self, src: Tensor, record: AttentionRecord | None = None) -> tuple[Tensor, Tensor]:
+        """(B, S) ids -> memory (B, S, D) and a mask that is True on real (non-padding) positions."""
+
+    @abstractmethod
+    def decode_all(
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, record: AttentionRecord | None = None
+    ) -> Tensor:
+        """Every target position at once (causally): (B, T) shifted target -> (B, T, V) logits."""
+
+    @abstractmethod
+    def start_cache(self, memory: Tensor, src_mask: Tensor, max_len: int) -> Cache:
+        """The cached decoding state of a batch, for outputs of up to `max_len` positions."""
+
+    @abstractmethod
+    def step(self, tokens: Tensor, cache: Cache, record: AttentionRecord | None = None) -> Tensor:
+        """(B,) previous tokens -> (B, V) logits of the next; the cache advances; `record`
+        receives this step's weights."""
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher forcing: (B, S) source and (B, T) shifted target -> (B, T, V) logits."""
+        memory, src_mask = self.encode(src)
+        return self.decode_all(tgt_in, memory, src_mask)
+
+    def attention(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
+        """Teacher forcing that returns the weights by kind ("encoder", "decoder", "cross"; an
+        architecture has a subset), each (B, L, H, rows, cols)."""
+        record = AttentionRecord()
+        memory, src_mask = self.encode(src, record)
+        self.decode_all(tgt_in, memory, src_mask, record)
+        return {kind: torch.stack(layers, dim=1) for kind, layers in vars(record).items() if layers}
+
+    def init_cache(self, memory: Tensor, src_mask: Tensor, max_len: int, use_cache: bool = True) -> Cache:
+        """The decoding state search starts from: cached, or the prefix alone (`use_cache=False`)."""
+        return self.start_cache(memory, src_mask, max_len) if use_cache else PrefixCache(memory, src_mask)
+
+    def decode_step(self, tokens: Tensor, cache: Cache, record: AttentionRecord | None = None) -> Tensor:
+        """The next position for each row: (B,) last tokens -> (B, V) logits."""
+        if isinstance(cache, PrefixCache):  # uncached: the whole prefix again, every step
+            return self.decode_all(cache.extend(tokens), cache.memory, cache.src_mask)[:, -1]
+        return self.step(tokens, cache, record)

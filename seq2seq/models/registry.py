@@ -1,31 +1,41 @@
-"""The two architectures side by side, built from the config that names them. Everything else
-(decoding, training, checkpoints, the attention views) sees only the protocol in `protocol.py`."""
+"""The architectures by name: what a config.json's "arch" and `seq2seq train --arch` refer to. A new
+architecture is one `Seq2SeqModel` subclass, its config dataclass, its presets and one line here;
+`tests/test_protocol.py` then checks it like the others."""
 
-from dataclasses import fields, replace
-
-from torch import nn
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 
 from seq2seq.models import rnn, transformer
+from seq2seq.models.protocol import Seq2SeqModel
 from seq2seq.models.rnn import RNN, RNNConfig
 from seq2seq.models.transformer import Transformer, TransformerConfig
 
 ModelConfig = TransformerConfig | RNNConfig
-ARCHITECTURES = {  # arch -> (config, model, presets)
-    "transformer": (TransformerConfig, Transformer, transformer.PRESETS),
-    "rnn": (RNNConfig, RNN, rnn.PRESETS),
+
+
+@dataclass(frozen=True)
+class Architecture:
+    config: type  # the dataclass config.json's "model" section holds
+    model: Callable[..., Seq2SeqModel]  # built from that config
+    presets: dict[str, dict]  # preset name -> the config fields it sets
+
+
+ARCHITECTURES = {
+    "transformer": Architecture(TransformerConfig, Transformer, transformer.PRESETS),
+    "rnn": Architecture(RNNConfig, RNN, rnn.PRESETS),
 }
 
 
-def build_model(cfg: ModelConfig) -> nn.Module:
-    return ARCHITECTURES[cfg.arch][1](cfg)
+def build_model(cfg: ModelConfig) -> Seq2SeqModel:
+    return ARCHITECTURES[cfg.arch].model(cfg)
 
 
 def preset_config(arch: str, preset: str, **overrides) -> ModelConfig:
     """A preset's shape for an architecture; a missing one names those that exist."""
-    config, _, presets = ARCHITECTURES[arch]
-    if preset not in presets:
-        raise ValueError(f"the {arch} presets are {', '.join(presets)}, not {preset!r}")
-    return replace(config(**presets[preset]), **overrides)
+    architecture = ARCHITECTURES[arch]
+    if preset not in architecture.presets:
+        raise ValueError(f"the {arch} presets are {', '.join(architecture.presets)}, not {preset!r}")
+    return replace(architecture.config(**architecture.presets[preset]), **overrides)
 
 
 def config_from_dict(values: dict) -> ModelConfig:
@@ -35,7 +45,7 @@ def config_from_dict(values: dict) -> ModelConfig:
     arch = values.pop("arch", "transformer")
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown architecture {arch!r}")
-    config = ARCHITECTURES[arch][0]
+    config = ARCHITECTURES[arch].config
     expected = {f.name for f in fields(config) if f.init}
     if set(values) != expected:
         raise ValueError(f"the 'model' section does not match this version's {config.__name__}")

@@ -20,9 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seq2seq.data.batch import PAD_ID
-from seq2seq.models.cache import PrefixCache, RNNCache, State, map_state
-from seq2seq.models.protocol import AttentionRecord
+from seq2seq.data.special import PAD_ID
+from seq2seq.models.cache import RNNCache, State, map_state
+from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
 
 
 @dataclass
@@ -92,8 +92,8 @@ def align(scores: Tensor, memory: Tensor, src_mask: Tensor) -> tuple[Tensor, Ten
     return (alpha[:, None] @ memory)[:, 0], alpha
 
 
-class RNN(nn.Module):
-    """encode() once, then init_cache() + decode_step() per position; forward() for training."""
+class RNN(Seq2SeqModel):
+    """encode() once, then start_cache() + step() per position; decode_all() for teacher forcing."""
 
     def __init__(self, cfg: RNNConfig):
         super().__init__()
@@ -127,9 +127,10 @@ class RNN(nn.Module):
         """(...) ids -> (..., D), scaled by sqrt(D) since the matrix is initialised for the output."""
         return self.drop(self.embed(tokens) * math.sqrt(self.cfg.d_model))
 
-    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+    def encode(self, src: Tensor, record: AttentionRecord | None = None) -> tuple[Tensor, Tensor]:
         """(B, S) ids -> memory h_j (B, S, D), src_mask (B, S). Packed, so padding never enters
-        the recurrence (in either direction) and padded rows equal unpadded ones."""
+        the recurrence (in either direction) and padded rows equal unpadded ones. A recurrent
+        encoder has no attention to record."""
         src_mask = src != PAD_ID
         lengths = src_mask.sum(1).cpu()
         packed = nn.utils.rnn.pack_padded_sequence(
@@ -139,25 +140,17 @@ class RNN(nn.Module):
         memory, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.size(1))
         return memory, src_mask
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher forcing: (B, S) source and (B, T) shifted target -> (B, T, V) logits."""
-        memory, src_mask = self.encode(src)
-        return self.decode_all(tgt_in, memory, src_mask)
-
-    def attention(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
-        """The alignment weights alpha_tj of teacher forcing: {"cross": (B, 1, 1, T, S)}."""
-        record = AttentionRecord()
-        memory, src_mask = self.encode(src)
-        self.decode_all(tgt_in, memory, src_mask, record)
-        return {"cross": torch.cat(record.cross, dim=2)[:, None]}  # steps (B, 1, 1, S) -> (B, 1, 1, T, S)
-
     def decode_all(
         self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, record: AttentionRecord | None = None
     ) -> Tensor:
         """Every target position, one step after another (the recurrence is sequential), then one
-        output projection for all of them: (B, T) -> (B, T, V). The same step as decoding."""
-        cache = self.init_cache(memory, src_mask, tgt_in.size(1))
-        outs = [self._step(tgt_in[:, t], cache, record) for t in range(tgt_in.size(1))]
+        output projection for all of them: (B, T) -> (B, T, V). The same step as decoding; `record`
+        receives the alignments alpha_tj as one layer of one head (B, 1, T, S)."""
+        cache = self.start_cache(memory, src_mask, tgt_in.size(1))
+        steps = AttentionRecord() if record is not None else None
+        outs = [self._step(tgt_in[:, t], cache, steps) for t in range(tgt_in.size(1))]
+        if record is not None:
+            record.cross.append(torch.cat(steps.cross, dim=2))  # T steps of (B, 1, 1, S)
         return self.logits(torch.stack(outs, 1))  # (B, T, D) -> (B, T, V)
 
     def logits(self, out: Tensor) -> Tensor:
@@ -165,12 +158,8 @@ class RNN(nn.Module):
         out = self.drop(out)
         return F.linear(out, self.embed.weight) if self.generator is None else self.generator(out)
 
-    def init_cache(
-        self, memory: Tensor, src_mask: Tensor, max_len: int, use_cache: bool = True
-    ) -> RNNCache | PrefixCache:
+    def start_cache(self, memory: Tensor, src_mask: Tensor, max_len: int) -> RNNCache:
         """The attention keys (U h_j or W h_j) once per sentence, and the decoder's first state."""
-        if not use_cache:
-            return PrefixCache(memory, src_mask)
         B, L, D = memory.size(0), self.cfg.n_layers, self.cfg.d_model
         if self.bahdanau:  # <-h_1: the backward state at the first position has read the sentence
             h = torch.tanh(self.init_state(memory[:, 0, D // 2 :])).view(B, L, D).transpose(0, 1)
@@ -182,13 +171,9 @@ class RNN(nn.Module):
         state: State = (h.contiguous(), torch.zeros_like(h)) if self.cfg.cell == "lstm" else h.contiguous()
         return RNNCache(memory, self.attn.keys(memory), src_mask, state, feed)
 
-    def decode_step(
-        self, tokens: Tensor, cache: RNNCache | PrefixCache, record: AttentionRecord | None = None
-    ) -> Tensor:
+    def step(self, tokens: Tensor, cache: RNNCache, record: AttentionRecord | None = None) -> Tensor:
         """The next position for each row: (B,) last tokens -> (B, V) logits; the cache advances.
         `record` receives this step's alignment weights (B, 1, 1, S)."""
-        if isinstance(cache, PrefixCache):  # uncached: the whole prefix again, every step
-            return self.decode_all(cache.extend(tokens), cache.memory, cache.src_mask)[:, -1]
         return self.logits(self._step(tokens, cache, record))
 
     def _step(self, tokens: Tensor, cache: RNNCache, record: AttentionRecord | None) -> Tensor:

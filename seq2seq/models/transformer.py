@@ -12,10 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seq2seq.models.cache import DecoderCache, PrefixCache
-from seq2seq.models.protocol import AttentionRecord
-
-PAD_ID = 0  # the tokenizer's fixed padding id; the model only needs it to mask the source
+from seq2seq.data.special import PAD_ID
+from seq2seq.models.cache import DecoderCache
+from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
 
 
 @dataclass
@@ -174,8 +173,8 @@ class DecoderLayer(nn.Module):
         return self.res_ff(x, self.ff)
 
 
-class Transformer(nn.Module):
-    """encode() once, then init_cache() + decode_step() per position; forward() for training."""
+class Transformer(Seq2SeqModel):
+    """encode() once, then start_cache() + step() per position; decode_all() for teacher forcing."""
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
@@ -212,19 +211,6 @@ class Transformer(nn.Module):
             x = layer(x, src_mask, record)
         return self.encoder_norm(x), src_mask
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher forcing: (B, S) source and (B, T) shifted target -> (B, T, V) logits."""
-        memory, src_mask = self.encode(src)
-        return self.decode_all(tgt_in, memory, src_mask)
-
-    def attention(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
-        """Teacher forcing that returns every attention's weights, (B, L, H, rows, cols) by kind:
-        "encoder" (S x S), "decoder" (T x T, causal) and "cross" (T x S)."""
-        record = AttentionRecord()
-        memory, src_mask = self.encode(src, record)
-        self.decode_all(tgt_in, memory, src_mask, record)
-        return {kind: torch.stack(weights, dim=1) for kind, weights in vars(record).items()}
-
     def decode_all(
         self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, record: AttentionRecord | None = None
     ) -> Tensor:
@@ -241,13 +227,9 @@ class Transformer(nn.Module):
             )
         return self.logits(x)
 
-    def init_cache(
-        self, memory: Tensor, src_mask: Tensor, max_len: int, use_cache: bool = True
-    ) -> DecoderCache | PrefixCache:
-        """Decoding state for a batch. The cached kind projects every layer's cross-attention K/V
-        here, once; the prefix kind keeps only the tokens and recomputes everything each step."""
-        if not use_cache:
-            return PrefixCache(memory, src_mask)
+    def start_cache(self, memory: Tensor, src_mask: Tensor, max_len: int) -> DecoderCache:
+        """Every layer's cross-attention K/V projected here, once per sentence, and empty
+        self-attention buffers of `max_len` positions."""
         # contiguous, so every step's attention reads them without a copy
         cross_kv = [
             tuple(x.contiguous() for x in layer.cross_attn.project_kv(memory)) for layer in self.decoder
@@ -257,13 +239,9 @@ class Transformer(nn.Module):
         dtype = cross_kv[0][0].dtype  # the compute dtype: bf16 under autocast, not the fp32 of `memory`
         return DecoderCache(cross_kv, src_mask, memory.new_zeros(shape, dtype=dtype))
 
-    def decode_step(
-        self, tokens: Tensor, cache: DecoderCache | PrefixCache, record: AttentionRecord | None = None
-    ) -> Tensor:
+    def step(self, tokens: Tensor, cache: DecoderCache, record: AttentionRecord | None = None) -> Tensor:
         """The next position for each row: (B,) last tokens -> (B, V) logits; the cache advances.
-        `record` (cached path) receives this step's weights, one query row each."""
-        if isinstance(cache, PrefixCache):  # uncached: the whole prefix again, every step
-            return self.decode_all(cache.extend(tokens), cache.memory, cache.src_mask)[:, -1]
+        `record` receives this step's weights, one query row each."""
         x = self.embed_tokens(tokens[:, None], offset=cache.length)  # (B, 1, D)
         for i, layer in enumerate(self.decoder):
             attn = layer.self_attn

@@ -9,7 +9,7 @@ import torch
 from seq2seq.data.batch import Batch, collate, pair_lengths, token_batches
 from seq2seq.data.tokenized import TokenizedPairs
 from seq2seq.decoding.search import DecodeOptions
-from seq2seq.device import use_bf16
+from seq2seq.device import autocast
 from seq2seq.errors import Seq2SeqError
 from seq2seq.evaluate import evaluate
 from seq2seq.training import checkpoint as ckpt
@@ -52,9 +52,7 @@ class Loop:
         self.val_tgt = tokenizer.encode([t for _, t in self.val_pairs])
         self.max_len = model.cfg.max_positions
         self.val_options = DecodeOptions(beam=1, bf16=config.bf16)  # --fp32 validates in fp32 too
-        self.autocast = torch.autocast(
-            self.device.type, torch.bfloat16, enabled=use_bf16(self.device, config.bf16)
-        )
+        self.autocast = autocast(self.device, config.bf16)
         self.train_step = TrainStep(
             data_parallel(model, world),
             optimizer,

@@ -14,7 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seq2seq.data.batch import PAD_ID, Batch
+from seq2seq.data.batch import Batch
+from seq2seq.data.special import PAD_ID
 from seq2seq.training.distributed import World
 
 
