@@ -28,8 +28,9 @@ from machine import cpu  # this folder is on the path when a script runs
 CHILD = """
 import json, os, resource, sys, time
 launched = float(sys.argv[1])
-from seq2seq.training.train import TrainConfig, train
-from seq2seq.training.loop import Reporter
+from seq2seq.training.config import TrainConfig
+from seq2seq.training.train import train
+from seq2seq.training.reporter import Reporter
 from seq2seq.models.registry import preset_config
 
 class FirstStep(Reporter):

@@ -5,21 +5,26 @@
 >>> seq2seq.translate(model, tokenizer, ["The cat sat on the mat."], seq2seq.DecodeOptions()).best
 >>> maps = seq2seq.attention(model, tokenizer, "A dog runs.")  # or with a given translation
 >>> maps.weights["cross"].shape  # (layers, heads, output pieces + EOS, source pieces + EOS)
+
+The names below are imported when first used, so `seq2seq --help` does not pay for torch.
 """
 
-from seq2seq.decoding.attention import AttentionMaps, attention, attention_batch
-from seq2seq.decoding.search import DecodeOptions, translate
-from seq2seq.errors import Seq2SeqError
-from seq2seq.training.checkpoint import load_run
+from importlib import import_module
 
 __version__ = "0.1.0"
-__all__ = [
-    "AttentionMaps",
-    "DecodeOptions",
-    "Seq2SeqError",
-    "__version__",
-    "attention",
-    "attention_batch",
-    "load_run",
-    "translate",
-]
+_PUBLIC = {  # name -> the module that defines it
+    "AttentionMaps": "seq2seq.decoding.attention",
+    "attention": "seq2seq.decoding.attention",
+    "attention_batch": "seq2seq.decoding.attention",
+    "DecodeOptions": "seq2seq.decoding.search",
+    "translate": "seq2seq.decoding.search",
+    "load_run": "seq2seq.training.checkpoint",
+    "Seq2SeqError": "seq2seq.errors",
+}
+__all__ = [*sorted(_PUBLIC), "__version__"]
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'seq2seq' has no attribute {name!r}")
+    return getattr(import_module(_PUBLIC[name]), name)

@@ -11,7 +11,7 @@ import torch
 from seq2seq.data.tokenizer import Tokenizer, train_tokenizer
 from seq2seq.models.transformer import Transformer, TransformerConfig
 from seq2seq.training import checkpoint as ckpt
-from seq2seq.training.train import TrainConfig
+from seq2seq.training.config import TrainConfig
 
 EN = ["a dog runs", "two men sit", "the cat sleeps", "a red car", "a girl plays", "the sun sets"]
 FR = [

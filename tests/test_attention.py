@@ -3,13 +3,13 @@
 import pytest
 import torch
 
-from seq2seq.cli.display import heatmap_lines
 from seq2seq.data.batch import pad
 from seq2seq.data.special import BOS_ID, EOS_ID
 from seq2seq.decoding.attention import attention, attention_batch
 from seq2seq.decoding.search import DecodeOptions, greedy, source_ids
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.protocol import AttentionRecord
+from seq2seq.views.heatmap import heatmap_lines
 from tests.cli_helpers import run_cli
 from tests.conftest import caption_tokenizer, tiny_model, write_run
 

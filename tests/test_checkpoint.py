@@ -168,7 +168,7 @@ def test_failed_write_leaves_previous_checkpoint_intact(run_dir, monkeypatch):
     [(None, "has no 'train' section"), ({"lr": 0.1, "colour": "blue"}, "does not know: colour")],
 )
 def test_a_train_section_missing_or_foreign_is_one_line(run_dir, train, message, capsys, monkeypatch):
-    from seq2seq.training.train import stored_train_config
+    from seq2seq.training.resume import stored_train_config
     from tests.cli_helpers import run_cli
 
     sections = json.loads((run_dir / "config.json").read_text())

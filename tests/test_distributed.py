@@ -115,7 +115,8 @@ def test_two_processes_train_one_run_stop_together_and_it_translates_and_resumes
     assert translated.returncode == 0, translated.stderr
     assert len(translated.stdout.splitlines()) == 2
 
-    from seq2seq.training.train import TrainConfig, train
+    from seq2seq.training.config import TrainConfig
+    from seq2seq.training.train import train
 
     config = TrainConfig(max_steps=steps[-1] + 2, max_tokens=64, bf16=False)
     final = train(run, config, None, data_dir=str(corpus_dir))  # the same run, now one process
@@ -126,7 +127,8 @@ def test_two_processes_train_one_run_stop_together_and_it_translates_and_resumes
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_training_and_decoding_on_cuda(tmp_path, corpus_dir):
     from seq2seq.models.registry import preset_config
-    from seq2seq.training.train import TrainConfig, train
+    from seq2seq.training.config import TrainConfig
+    from seq2seq.training.train import train
 
     run = tmp_path / "run"
     config = TrainConfig(max_steps=3, max_tokens=64, device="cuda")

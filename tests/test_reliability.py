@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from seq2seq.models.transformer import Transformer
 from seq2seq.training import checkpoint as ckpt
-from seq2seq.training.train import TrainConfig, train
+from seq2seq.training.config import TrainConfig
+from seq2seq.training.train import train
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import saved_step, write_multi30k
 from tests.test_cli import TRAIN

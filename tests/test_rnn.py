@@ -1,5 +1,6 @@
-"""The RNN behind the same protocol: every variant decodes, batches, attends and learns like the
-Transformer does, through the same search, training and checkpoint code."""
+"""The RNN behind the same protocol (whose equivalences `test_protocol.py` checks for every
+variant): it learns, trains and translates from the command line like the Transformer, and its
+options are its own."""
 
 import json
 import math
@@ -8,10 +9,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from seq2seq.decoding.search import beam_search, greedy, pad
-from seq2seq.models.protocol import AttentionRecord
 from seq2seq.models.rnn import RNN, RNNConfig
-from seq2seq.training.train import TrainConfig, train
+from seq2seq.training.config import TrainConfig
+from seq2seq.training.train import train
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import write_multi30k
 from tests.test_cli import TRAIN
@@ -23,93 +23,12 @@ VARIANTS = {
     "luong-dot-gru": dict(attention="luong", score="dot", cell="gru"),
     "luong-general-lstm": dict(attention="luong", score="general", cell="lstm"),
 }
-SOURCES = [[5, 9, 12, 3], [7, 3], [11, 4, 6, 8, 20, 3], [30, 31, 3]]
 
 
 def tiny_rnn(variant: str, seed: int = 0, **overrides) -> RNN:
     torch.manual_seed(seed)
     cfg = RNNConfig(vocab_size=40, d_model=32, n_layers=2, dropout=0.0, max_positions=64, **VARIANTS[variant])
     return RNN(replace(cfg, **overrides)).eval()
-
-
-def sources():
-    return pad(SOURCES)
-
-
-def lens(n, value=10):
-    return torch.full((n,), value)
-
-
-@pytest.fixture(params=list(VARIANTS))
-def variant(request):
-    return request.param
-
-
-def test_cached_steps_reproduce_the_teacher_forced_pass(variant):
-    model = tiny_rnn(variant)
-    src, tgt = sources(), torch.randint(4, 40, (4, 7), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        full = model(src, tgt)
-        memory, src_mask = model.encode(src)
-        cache = model.init_cache(memory, src_mask, tgt.size(1))
-        steps = torch.stack([model.decode_step(tgt[:, t], cache) for t in range(tgt.size(1))], 1)
-    torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-5)
-
-
-@pytest.mark.parametrize("beam", [1, 4])
-def test_cached_equals_uncached_search(variant, beam):
-    model = tiny_rnn(variant, seed=2)
-    a = beam_search(model, sources(), beam, lens(4), nbest=beam, use_cache=True)
-    b = beam_search(model, sources(), beam, lens(4), nbest=beam, use_cache=False)
-    assert [[h.tokens for h in x] for x in a] == [[h.tokens for h in x] for x in b]
-    assert [h.score for x in a for h in x] == pytest.approx([h.score for x in b for h in x], abs=1e-4)
-
-
-@pytest.mark.parametrize("alpha", [0.0, 1.0])
-def test_beam_one_equals_greedy(variant, alpha):
-    model = tiny_rnn(variant, seed=3)
-    g = greedy(model, sources(), lens(4), alpha=alpha)
-    b = beam_search(model, sources(), 1, lens(4), alpha=alpha)
-    assert [h.tokens for h in g] == [x[0].tokens for x in b]
-    assert [h.score for h in g] == pytest.approx([x[0].score for x in b])
-
-
-@pytest.mark.parametrize("beam", [1, 3])
-def test_a_batch_equals_each_sentence_alone(variant, beam):
-    """Padding changes nothing, through the bidirectional encoder too (packed sequences)."""
-    model = tiny_rnn(variant, seed=4)
-    batched = beam_search(model, sources(), beam, lens(4), nbest=beam)
-    for i, ids in enumerate(SOURCES):
-        alone = beam_search(model, pad([ids]), beam, lens(1), nbest=beam)[0]
-        assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
-        assert [h.score for h in alone] == pytest.approx([h.score for h in batched[i]], abs=1e-5)
-    with torch.no_grad():  # and extra padding columns change no encoder state
-        memory, _ = model.encode(sources())
-        wider, _ = model.encode(torch.nn.functional.pad(sources(), (0, 3)))
-    torch.testing.assert_close(wider[:, : memory.size(1)], memory, atol=1e-6, rtol=1e-6)
-
-
-def test_alignment_weights_are_distributions_with_zero_on_padding(variant):
-    model = tiny_rnn(variant, seed=5)
-    src, tgt = sources(), torch.randint(4, 40, (4, 5), generator=torch.Generator().manual_seed(2))
-    with torch.no_grad():
-        cross = model.attention(src, tgt)["cross"]  # (B, 1, 1, T, S)
-    assert cross.shape == (4, 1, 1, 5, 6)
-    torch.testing.assert_close(cross.sum(-1), torch.ones(4, 1, 1, 5))
-    real = (src != 0)[:, None, None, None, :].expand_as(cross)
-    assert (cross[~real] == 0).all() and (cross[real] > 0).all()
-    with torch.no_grad():  # and they are the weights the cached steps used
-        memory, src_mask = model.encode(src)
-        cache, record = model.init_cache(memory, src_mask, 5), AttentionRecord()
-        for t in range(5):
-            model.decode_step(tgt[:, t], cache, record)
-    torch.testing.assert_close(torch.cat(record.cross, dim=2)[:, None], cross)
-
-
-def test_runs_under_bf16_autocast(variant):
-    model = tiny_rnn(variant)
-    with torch.no_grad(), torch.autocast("cpu", torch.bfloat16):
-        assert model(sources(), torch.randint(4, 40, (4, 3))).float().isfinite().all()
 
 
 @pytest.mark.parametrize("variant", ["bahdanau-gru", "luong-general-lstm"])

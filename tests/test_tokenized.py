@@ -122,7 +122,8 @@ def test_vectorised_batching_equals_the_plain_rule(n, longest):
 
 
 def test_a_foreign_tokenizer_is_one_line_before_any_tokenizing(tmp_path, corpus_dir):
-    from seq2seq.training.train import TrainConfig, train
+    from seq2seq.training.config import TrainConfig
+    from seq2seq.training.train import train
     from tests.test_train import REVERSE_MODEL
 
     run = tmp_path / "run"

@@ -14,8 +14,9 @@ from seq2seq.models.rnn import RNNConfig
 from seq2seq.models.transformer import TransformerConfig
 from seq2seq.training import loop as loop_module
 from seq2seq.training.checkpoint import BEST, CURVES, LAST, load_run, read_metrics
+from seq2seq.training.config import TrainConfig
 from seq2seq.training.loop import Loop, lr_schedule
-from seq2seq.training.train import TrainConfig, train
+from seq2seq.training.train import train
 
 REVERSE_MODEL = TransformerConfig(
     d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=256, dropout=0.0, max_positions=32

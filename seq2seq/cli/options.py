@@ -1,4 +1,6 @@
-"""The options several commands share, declared once."""
+"""The options several commands share, declared once, and the one rule for a run's directory."""
+
+from pathlib import Path
 
 import typer
 
@@ -6,7 +8,9 @@ DATA_DIR = typer.Option(
     None, "--data-dir", envvar="SEQ2SEQ_DATA_DIR", help="Local folder in the Multi30k raw layout."
 )
 CORPUS = typer.Option("multi30k", help="multi30k, a path pattern with {split}, or a hub id[:config].")
-RUN = typer.Option(None, "--run", help="Run directory [default: runs/<corpus>-<src>-<tgt>].")
+RUN = typer.Option(
+    None, "--run", help="Run directory [default: runs/<corpus>-<src>-<tgt>: runs/multi30k-en-fr]."
+)
 BEAM = typer.Option(5, "--beam", help="Beam size.")
 GREEDY = typer.Option(False, "--greedy", help="Greedy search (same as --beam 1).")
 LENGTH_PENALTY = typer.Option(1.0, "--length-penalty", help="GNMT length penalty alpha.")
@@ -33,15 +37,9 @@ def check_precision(quantize: str | None, bf16: bool) -> None:
         raise typer.BadParameter("int8 and bf16 do not combine; choose one", param_hint="--quantize")
 
 
-def load_decoder(run, device: str, quantize: str | None = None):
-    """(model, tokenizer) of a run on `device`, quantized for decoding when `quantize` says so:
-    one place for what translate, evaluate and its baseline run all do."""
-    from seq2seq.device import resolve_device
-    from seq2seq.training.checkpoint import load_run
+def run_dir(run: Path | None, corpus: str = "multi30k", src: str = "en", tgt: str = "fr") -> Path:
+    """The run a command works on: --run, or runs/<corpus>-<src>-<tgt> (`train`, `tokenize`) of the
+    defaults (every other command: runs/multi30k-en-fr)."""
+    from seq2seq.data.corpus import corpus_name
 
-    model, tokenizer = load_run(run, resolve_device(device))
-    if quantize is not None:
-        from seq2seq.models.quantize import quantize as quantized
-
-        model = quantized(model, quantize)
-    return model, tokenizer
+    return run or Path("runs") / f"{corpus_name(corpus)}-{src}-{tgt}"

@@ -17,8 +17,9 @@ from seq2seq.cli.options import (
     GREEDY,
     LENGTH_PENALTY,
     QUANTIZE,
+    RUN,
     check_precision,
-    load_decoder,
+    run_dir,
 )
 
 GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
@@ -26,7 +27,7 @@ GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches
 
 def translate(
     text: list[str] | None = typer.Argument(None, help="Sentences; none: read --input or stdin."),
-    run: Path = typer.Option(Path("runs/multi30k-en-fr"), "--run", help="Run directory."),
+    run: Path | None = RUN,
     beam: int = BEAM,
     greedy: bool = GREEDY,
     nbest: int = typer.Option(1, "--nbest", help="Print the K best as `index ||| text ||| score`."),
@@ -52,6 +53,7 @@ def translate(
     """Translate sentences: exactly one output line per input line, in order. From a terminal with
     no TEXT or --input: a prompt, a translation per line entered (an empty line or Ctrl-D ends)."""
     from seq2seq.decoding.search import DecodeOptions
+    from seq2seq.training.checkpoint import load_run
 
     views = Views(show_attention, attention_png, layer, head)
     for name, value in (("--layer", layer), ("--head", head)):
@@ -78,7 +80,7 @@ def translate(
     progress = output is not None and not live
     total = len(texts) if texts else count_lines(input) if input and progress else None
     with LineWriter(output) as writer:
-        model, tokenizer = load_decoder(run, device, quantize)
+        model, tokenizer = load_run(run_dir(run), device, quantize=quantize)
         if live:
             groups = prompted_lines()
         else:

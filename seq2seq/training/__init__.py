@@ -1,0 +1,6 @@
+"""Making and keeping a run: the recipe (`config.py`), the entry point (`train.py`), the loop and
+one step, torchrun data parallelism, the run directory's files (`checkpoint.py`), the resume rules
+and typed training state (`resume.py`), and the lock that keeps one writer per run.
+
+May import: `seq2seq.models`, `seq2seq.data`, `seq2seq.decoding` (validation), `seq2seq.evaluate`,
+`seq2seq.views.plots` (the curves), and the shared small modules."""

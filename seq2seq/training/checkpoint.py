@@ -26,7 +26,9 @@ from torch import nn
 
 from seq2seq.atomic import write_atomic, write_with
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.device import resolve_device
 from seq2seq.errors import Seq2SeqError, first_line
+from seq2seq.models.protocol import Seq2SeqModel
 from seq2seq.models.registry import ModelConfig, build_model, config_from_dict
 
 CONFIG, TOKENIZER, BEST, LAST, METRICS, CURVES = (
@@ -67,9 +69,14 @@ def model_config(sections: dict) -> ModelConfig:
     return config_from_dict(values)
 
 
-def load_run(run_dir: Path, device: str | torch.device = "cpu", weights: str = BEST):
-    """(model in eval mode, tokenizer) from a run directory, with every mismatch a clean error."""
+def load_run(
+    run_dir: Path, device: str | torch.device = "cpu", weights: str = BEST, quantize: str | None = None
+) -> tuple[Seq2SeqModel, Tokenizer]:
+    """(model in eval mode, tokenizer) from a run directory, with every mismatch a clean error;
+    `device` may be "auto"; `quantize="int8"` gives the int8 decoder (`models/quantize.py`)."""
     run_dir = Path(run_dir)
+    if isinstance(device, str) and device in ("auto", "cpu", "cuda"):
+        device = resolve_device(device)
     cfg = model_config(load_config(run_dir))
     tokenizer = Tokenizer(run_dir / TOKENIZER)
     if tokenizer.vocab_size != cfg.vocab_size:
@@ -79,7 +86,12 @@ def load_run(run_dir: Path, device: str | torch.device = "cpu", weights: str = B
         )
     model = build_model(cfg)
     load_weights(model, run_dir / weights)
-    return model.to(device).eval(), tokenizer
+    model = model.to(device).eval()
+    if quantize is not None:
+        from seq2seq.models.quantize import quantize as quantized
+
+        model = quantized(model, quantize)
+    return model, tokenizer
 
 
 def save_weights(model: nn.Module, path: Path, val_bleu: float | None = None) -> None:

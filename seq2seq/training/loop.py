@@ -14,21 +14,14 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.evaluate import evaluate
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.distributed import World, rank_batch
+from seq2seq.training.reporter import Reporter
+from seq2seq.training.resume import TrainingState
 from seq2seq.training.step import NonFiniteLoss, TrainStep, data_parallel, summed_loss
 from seq2seq.views import plots
 
 # Why a loop stops, by precedence: when processes differ (one was interrupted, another ran out of
 # time) the highest wins on all of them, so "interrupted" always gets its save before validating.
 STOPS = (None, "max minutes", "early stop", "max steps", "interrupted")
-
-
-class Reporter:
-    """What training tells the outside world; the CLI draws it with rich, tests ignore it."""
-
-    def start(self, info: dict) -> None: ...
-    def epoch(self, epoch: int, n_batches: int, done: int) -> None: ...
-    def step(self, step: int, loss: float, lr: float, tokens_per_s: float) -> None: ...
-    def validated(self, row: dict) -> None: ...
 
 
 def lr_schedule(step: int, peak: float, warmup: int) -> float:
@@ -62,60 +55,59 @@ class Loop:
             config.label_smoothing,
         )
 
-    def run(self, state: dict, reporter: Reporter, should_stop, start_time: float) -> dict:
+    def run(self, state: TrainingState, reporter: Reporter, should_stop, start_time: float) -> dict:
         cfg, row = self.config, None
         losses, tokens, train_seconds = [], 0, 0.0
         validation_seconds = self._validation_estimate(state) if cfg.max_minutes else 0.0
         saved, stop, step_seconds = time.monotonic(), None, 0.0
-        while stop is None and (cfg.epochs is None or state["epoch"] < cfg.epochs):
-            batches = token_batches(self.train_set.lengths, cfg.max_tokens, cfg.seed, state["epoch"])
-            reporter.epoch(state["epoch"], self._steps(len(batches)), self._steps(state["batch"]))
-            while state["batch"] < len(batches):
+        while stop is None and (cfg.epochs is None or state.epoch < cfg.epochs):
+            batches = token_batches(self.train_set.lengths, cfg.max_tokens, cfg.seed, state.epoch)
+            reporter.epoch(state.epoch, self._steps(len(batches)), self._steps(state.batch))
+            while state.batch < len(batches):
                 stop = self._stop_reason(state, start_time, step_seconds + validation_seconds, should_stop)
                 if stop:
                     break
                 tick = time.perf_counter()
-                index, weight = rank_batch(batches, state["batch"], self.world)
+                index, weight = rank_batch(batches, state.batch, self.world)
                 batch = self._batch(batches[index], self.train_set.rows)
-                loss, n_tokens = self._train_step(batch, state["step"] + 1, weight)
-                state["step"] += 1
-                state["batch"] = min(state["batch"] + self.world.size, len(batches))
+                loss, n_tokens = self._train_step(batch, state.step + 1, weight)
+                state.step += 1
+                state.batch = min(state.batch + self.world.size, len(batches))
                 losses.append(loss)
                 tokens += n_tokens
                 step_seconds = time.perf_counter() - tick
                 train_seconds += step_seconds
                 lr = self.optimizer.param_groups[0]["lr"]
-                reporter.step(state["step"], loss, lr, tokens / train_seconds)
+                reporter.step(state.step, loss, lr, tokens / train_seconds)
                 if time.monotonic() - saved >= cfg.save_every_minutes * 60:
                     self.save(state)  # a kill loses at most this interval, not a whole epoch
                     saved = time.monotonic()
             if stop is None:
-                state["epoch"], state["batch"] = state["epoch"] + 1, 0
-            if state["step"] == state.get("validated_step", state["step"]):
+                state.epoch, state.batch = state.epoch + 1, 0
+            if state.step == state.validated_step:
                 continue  # nothing trained since the last validation (e.g. a finished run rerun)
             if stop == "interrupted":
                 self.save(state)  # before validating: a scheduler's grace period may not last that long
             tokens_per_s = tokens / max(train_seconds, 1e-9)
             validate = partial(self._validate, state, losses, tokens_per_s, start_time)
-            row, shared = self.world.from_main(lambda: (validate(), state))  # noqa: B023 (called here)
-            state.update(shared)
-            validation_seconds, saved = state["validation_seconds"], time.monotonic()
+            row, state = self.world.from_main(lambda: (validate(), state))  # noqa: B023 (called here)
+            validation_seconds, saved = state.validation_seconds, time.monotonic()
             reporter.validated(row)
             losses, tokens, train_seconds = [], 0, 0.0
-            if state["bad_validations"] >= cfg.patience:
+            if state.bad_validations >= cfg.patience:
                 stop = "early stop"
-        return {**(row or {"step": state["step"]}), "stop": stop or "epochs"}
+        return {**(row or {"step": state.step}), "stop": stop or "epochs"}
 
     def _steps(self, n_batches: int) -> int:
         """Steps that train on `n_batches` of an epoch: one batch per process each."""
         return -(-n_batches // self.world.size)
 
-    def _validation_estimate(self, state: dict) -> float:
+    def _validation_estimate(self, state: TrainingState) -> float:
         """What the final validation will cost, so a time budget leaves room for it: the last one
         measured (kept in the training state), or before any, the first 16 validation sentences
         decoded and scaled to all (an untrained model decodes to the length limit: this errs long)."""
-        if state.get("validation_seconds"):
-            return state["validation_seconds"]
+        if state.validation_seconds:
+            return state.validation_seconds
         sample = self.val_pairs[:16]  # none on ranks other than 0: they leave time to rank 0
         if not sample:
             return 0.0
@@ -132,9 +124,9 @@ class Loop:
         elapsed = time.monotonic() - start_time + still_to_pay
         if should_stop():
             reason = "interrupted"
-        elif cfg.max_steps is not None and state["step"] >= cfg.max_steps:
+        elif cfg.max_steps is not None and state.step >= cfg.max_steps:
             reason = "max steps"
-        elif state["bad_validations"] >= cfg.patience:  # a rerun of a run that stopped early
+        elif state.bad_validations >= cfg.patience:  # a rerun of a run that stopped early
             reason = "early stop"
         elif self.world.is_main and cfg.max_minutes is not None and elapsed >= cfg.max_minutes * 60:
             reason = "max minutes"
@@ -167,22 +159,22 @@ class Loop:
             count += batch.n_tokens
         return total / max(count, 1)
 
-    def _validate(self, state: dict, losses: list[float], tokens_per_s: float, start_time) -> dict:
+    def _validate(self, state: TrainingState, losses: list[float], tokens_per_s: float, start_time) -> dict:
         """Score the model (a resumed run may validate steps trained before it started: then
         `losses` is empty), keep it if best, record the row and save the state."""
         tick = time.perf_counter()
         val_loss = self.val_loss()
         result = evaluate(self.model, self.tokenizer, self.val_pairs, self.val_options)
         bleu = result.scores.bleu
-        improved = bleu > state["best_bleu"]
-        state["bad_validations"] = 0 if improved else state["bad_validations"] + 1
+        improved = bleu > state.best_bleu
+        state.bad_validations = 0 if improved else state.bad_validations + 1
         if improved:
-            state["best_bleu"] = bleu
+            state.best_bleu = bleu
             ckpt.save_weights(self.model, self.run_dir / ckpt.BEST, val_bleu=bleu)
         row = {
-            "step": state["step"],
-            "epoch": state["epoch"],  # epochs completed
-            "batch": state["batch"],  # batches into the next one (non-zero when stopped mid-epoch)
+            "step": state.step,
+            "epoch": state.epoch,  # epochs completed
+            "batch": state.batch,  # batches into the next one (non-zero when stopped mid-epoch)
             "train_loss": sum(losses) / len(losses) if losses else None,
             "val_loss": val_loss,
             "val_bleu": bleu,
@@ -192,14 +184,14 @@ class Loop:
             "tokens_per_s": tokens_per_s,
             "elapsed_s": time.monotonic() - start_time,
         }
-        state["validated_step"], state["validation_seconds"] = state["step"], time.perf_counter() - tick
+        state.validated_step, state.validation_seconds = state.step, time.perf_counter() - tick
         self.save(state)
         ckpt.append_metrics(self.run_dir, row)
         if plots.available():
             plots.learning_curves(ckpt.read_metrics(self.run_dir), self.run_dir / ckpt.CURVES)
         return row
 
-    def save(self, state: dict) -> None:
+    def save(self, state: TrainingState) -> None:
         """The training state to resume from at exactly the next batch (rank 0 writes it)."""
         if self.world.is_main:
-            ckpt.save_training_state(self.run_dir / ckpt.LAST, self.model, self.optimizer, state)
+            ckpt.save_training_state(self.run_dir / ckpt.LAST, self.model, self.optimizer, state.to_json())

@@ -5,7 +5,7 @@ early stopping, and exact resume from the run directory."""
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -14,63 +14,14 @@ from seq2seq.data import tokenized
 from seq2seq.data.corpus import MAX_RATIO, FilterReport, corpus_identity, load_pairs
 from seq2seq.data.tokenizer import Tokenizer, train_tokenizer
 from seq2seq.device import use_bf16
-from seq2seq.errors import Seq2SeqError
 from seq2seq.models.registry import ModelConfig, build_model
 from seq2seq.training import checkpoint as ckpt
+from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, peers_watched, world
 from seq2seq.training.lock import run_lock
-from seq2seq.training.loop import Loop, Reporter
-
-
-@dataclass
-class TrainConfig:
-    corpus: str = "multi30k"
-    src: str = "en"
-    tgt: str = "fr"
-    vocab_size: int = 8000
-    max_tokens: int = 3072  # per batch: sentences x longest side, in pieces
-    lr: float = 1e-3  # peak, reached at the end of warmup
-    warmup: int = 800  # steps
-    label_smoothing: float = 0.1
-    clip_norm: float = 1.0
-    epochs: int | None = 10  # None: no epoch limit (a time or step budget, or early stopping ends it)
-    max_steps: int | None = None
-    max_minutes: float | None = None  # wall-clock budget: training, validation and checkpoints
-    patience: int = 5  # validations without a better BLEU before stopping early
-    save_every_minutes: float = 5.0  # training state saved this often between validations
-    seed: int = 1
-    device: str = "auto"
-    bf16: bool = True  # bf16 autocast where the hardware runs it fast (CUDA, CPUs with AVX512-BF16/AMX)
-    world_size: int = 1  # processes training data-parallel (torchrun); each step takes one batch per process
-
-
-# The limits belong to one invocation: a resumed run takes them from the new command line (a run
-# started with N processes may resume with M).
-LIMITS = (
-    "epochs",
-    "max_steps",
-    "max_minutes",
-    "patience",
-    "save_every_minutes",
-    "device",
-    "bf16",
-    "world_size",
-)
-
-
-def stored_train_config(run_dir: Path) -> TrainConfig:
-    """The training config a run recorded. A field this version lacks is an error (the run is from
-    elsewhere); one it adds since takes its default."""
-    values = ckpt.load_config(run_dir).get("train")
-    where = Path(run_dir) / ckpt.CONFIG
-    if not isinstance(values, dict):
-        raise Seq2SeqError(f"{where} has no 'train' section; {run_dir} is not a run this version wrote")
-    unknown = sorted(set(values) - {f.name for f in fields(TrainConfig)})
-    if unknown:
-        raise Seq2SeqError(
-            f"{where}: the 'train' section has fields this version does not know: {', '.join(unknown)}"
-        )
-    return TrainConfig(**values)
+from seq2seq.training.loop import Loop
+from seq2seq.training.reporter import Reporter
+from seq2seq.training.resume import TrainingState, continued, is_resumable
 
 
 def train(
@@ -93,11 +44,8 @@ def train(
 
 def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here: World) -> dict:
     start_time = time.monotonic()
-    resuming = (run_dir / ckpt.LAST).is_file()
-    if resuming:
-        stored = stored_train_config(run_dir)
-        config = replace(stored, **{k: getattr(config, k) for k in LIMITS})
-        model_config = ckpt.model_config(ckpt.load_config(run_dir))
+    resuming = is_resumable(run_dir)
+    config, model_config = continued(run_dir, config, model_config)
     folder, model_config, val_pairs = here.from_main(
         lambda: _prepare(run_dir, config, model_config, data_dir)
     )
@@ -107,14 +55,15 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
     torch.manual_seed(config.seed)
     model = build_model(model_config).to(here.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=(0.9, 0.98), eps=1e-9)
-    state = {"step": 0, "epoch": 0, "batch": 0, "best_bleu": -1.0, "bad_validations": 0, "validated_step": 0}
+    state = TrainingState()
     if resuming:
-        state = ckpt.load_training_state(run_dir / ckpt.LAST, model, optimizer)
+        saved = ckpt.load_training_state(run_dir / ckpt.LAST, model, optimizer)
+        state = TrainingState.from_json(saved, run_dir / ckpt.LAST)
         best = ckpt.best_score(run_dir)
-        if best is not None and best > state["best_bleu"]:  # killed between the two writes
-            state["best_bleu"], state["bad_validations"] = best, 0
+        if best is not None and best > state.best_bleu:  # killed between the two writes
+            state.best_bleu, state.bad_validations = best, 0
     if not here.is_main:  # the same weights everywhere, but each process its own dropout masks
-        torch.manual_seed(config.seed * 1_000_003 + 7_919 * here.rank + state["step"])
+        torch.manual_seed(config.seed * 1_000_003 + 7_919 * here.rank + state.step)
     reporter.start(_start_info(config, model, train_set.report, len(val_pairs), state, here))
 
     loop = Loop(run_dir, config, model, optimizer, tokenizer, train_set, val_pairs, here)
@@ -154,7 +103,7 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
     return str(folder), model_config, val_pairs
 
 
-def _start_info(config, model, report: FilterReport, n_val: int, state: dict, here: World) -> dict:
+def _start_info(config, model, report: FilterReport, n_val: int, state: TrainingState, here: World) -> dict:
     device = str(here.device) + (" (bf16 autocast)" if use_bf16(here.device, config.bf16) else "")
     return {
         "pairs": report.kept,
@@ -163,7 +112,7 @@ def _start_info(config, model, report: FilterReport, n_val: int, state: dict, he
         "max_len": report.max_len,
         "val_pairs": n_val,
         "parameters": sum(p.numel() for p in model.parameters()),
-        "resumed_step": state["step"],
+        "resumed_step": state.step,
         "device": device,
         "world_size": here.size,
         "backend": here.backend,

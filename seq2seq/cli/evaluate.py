@@ -1,5 +1,5 @@
-"""The commands that use a trained run besides translate: evaluate, score, export. Plain functions that
-`cli.py` registers on the app; like it, this layer alone prints or exits."""
+"""`seq2seq evaluate` and `seq2seq score`: how good a run's translations are (BLEU, chrF, a paired
+significance test) and how likely it finds given ones (forced decoding)."""
 
 import json
 from pathlib import Path
@@ -17,14 +17,15 @@ from seq2seq.cli.options import (
     GREEDY,
     LENGTH_PENALTY,
     QUANTIZE,
+    RUN,
     check_precision,
-    load_decoder,
+    run_dir,
 )
 from seq2seq.errors import Seq2SeqError
 
 
 def evaluate(
-    run: Path = typer.Option(Path("runs/multi30k-en-fr"), "--run", help="Run directory."),
+    run: Path | None = RUN,
     data_dir: str | None = DATA_DIR,
     split: str = typer.Option("test_2016_flickr", help="Corpus split to translate and score."),
     source: Path | None = typer.Option(None, "--source", help="Source file (with --reference)."),
@@ -53,7 +54,10 @@ def evaluate(
     from seq2seq.decoding.search import DecodeOptions
     from seq2seq.evaluate import TESTS, compare
     from seq2seq.evaluate import evaluate as evaluate_pairs
-    from seq2seq.training.train import stored_train_config
+    from seq2seq.training.checkpoint import load_run
+    from seq2seq.training.resume import stored_train_config
+
+    run = run_dir(run)
 
     options = DecodeOptions(
         beam=1 if greedy else beam, length_penalty=length_penalty, batch_size=batch_size, bf16=bf16
@@ -78,9 +82,9 @@ def evaluate(
     baseline_lines = read_lines(baseline) if baseline is not None else None
     if baseline_lines is not None and len(baseline_lines) != len(pairs):
         raise Seq2SeqError(f"{baseline} has {len(baseline_lines)} lines but the test set has {len(pairs)}")
-    model, tokenizer = load_decoder(run, device, quantize)
+    model, tokenizer = load_run(run, device, quantize=quantize)
     if baseline_run is not None:  # decoded the same way as the run under test
-        other, other_tokenizer = load_decoder(baseline_run, device, quantize)
+        other, other_tokenizer = load_run(baseline_run, device, quantize=quantize)
         baseline_lines = evaluate_pairs(other, other_tokenizer, pairs, options).hypotheses
     result = evaluate_pairs(model, tokenizer, pairs, options)
     if output is not None:
@@ -128,7 +132,7 @@ def paired_report(comparison, baseline: str) -> dict:
 def score(
     source: Path = typer.Option(..., "--source", help="Source sentences, one a line."),
     target: Path = typer.Option(..., "--target", help="Their translations, one a line."),
-    run: Path = typer.Option(Path("runs/multi30k-en-fr"), "--run", help="Run directory."),
+    run: Path | None = RUN,
     length_penalty: float = LENGTH_PENALTY,
     batch_size: int = BATCH_SIZE,
     as_json: bool = typer.Option(False, "--json", help="One JSON object a line."),
@@ -137,13 +141,16 @@ def score(
     """The model's log-probability of given translations: a line `score total mean pieces` per pair
     (score = total / length penalty, the number `translate --nbest` prints for the same output)."""
     from seq2seq.decoding.forced import score_pairs
+    from seq2seq.training.checkpoint import load_run
+
+    run = run_dir(run)
 
     if batch_size < 1:
         raise typer.BadParameter("must be at least 1", param_hint="--batch-size")
     sources, targets = read_lines(source), read_lines(target)
     if len(sources) != len(targets):
         raise Seq2SeqError(f"{source} has {len(sources)} lines but {target} has {len(targets)}")
-    model, tokenizer = load_decoder(run, device)
+    model, tokenizer = load_run(run, device)
     scores = score_pairs(model, tokenizer, sources, targets, length_penalty, batch_size)
     if as_json:
         out = [
@@ -153,19 +160,3 @@ def score(
     else:
         out = [f"{s.score:.4f}\t{s.total:.4f}\t{s.mean:.4f}\t{s.pieces}" for s in scores]
     write_lines(out, None)
-
-
-def export(
-    output: Path = typer.Argument(..., help="The model directory to write."),
-    run: Path = typer.Option(Path("runs/multi30k-en-fr"), "--run", help="Run directory."),
-    to: str = typer.Option("ctranslate2", "--to", help="Engine: ctranslate2."),
-    quantization: str | None = typer.Option(None, help="int8, int8_float32, bfloat16, ... [default: fp32]"),
-    force: bool = typer.Option(False, "--force", help="Replace OUTPUT if it exists."),
-):
-    """Convert a run for another inference engine (CTranslate2), the same weights and vocabulary."""
-    from seq2seq.export.ctranslate2 import export_ctranslate2
-
-    if to != "ctranslate2":
-        raise typer.BadParameter(f"{to!r} is not one of ctranslate2", param_hint="--to")
-    out = export_ctranslate2(run, output, quantization, force)
-    display.exported(out, quantization)

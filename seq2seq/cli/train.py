@@ -1,0 +1,153 @@
+"""`seq2seq tokenize` and `seq2seq train`: the commands that build a run."""
+
+import signal
+from pathlib import Path
+
+import typer
+
+from seq2seq.cli import display
+from seq2seq.cli.options import CORPUS, DATA_DIR, DEVICE, RUN, run_dir
+from seq2seq.errors import Seq2SeqError
+
+
+def tokenize(
+    text: str | None = typer.Argument(None, help="Show how the run's tokenizer splits TEXT."),
+    data_dir: str | None = DATA_DIR,
+    corpus: str = CORPUS,
+    src: str = typer.Option("en", help="Source language."),
+    tgt: str = typer.Option("fr", help="Target language."),
+    vocab_size: int = typer.Option(8000, help="Vocabulary size (a ceiling on small corpora)."),
+    run: Path | None = RUN,
+):
+    """Train the joint SentencePiece model of a run, or show how it splits TEXT."""
+    from seq2seq.data.tokenizer import Tokenizer
+    from seq2seq.training.checkpoint import BEST, LAST, TOKENIZER
+
+    run = run_dir(run, corpus, src, tgt)
+    if text is not None:
+        tokenizer = Tokenizer(run / TOKENIZER)
+        display.pieces(text, tokenizer.pieces(text), tokenizer.encode([text])[0])
+        return
+    if (run / BEST).exists() or (run / LAST).exists():
+        raise Seq2SeqError(f"{run} already has trained weights; a new tokenizer needs a new --run")
+    if vocab_size < 8:
+        raise typer.BadParameter("must be at least 8", param_hint="--vocab-size")
+    from seq2seq.data.corpus import load_pairs
+    from seq2seq.data.tokenizer import train_tokenizer
+    from seq2seq.training.lock import run_lock
+
+    with run_lock(run):
+        pairs = load_pairs(corpus, "train", src, tgt, data_dir)  # all of them, as `train` does
+        tokenizer = train_tokenizer((t for pair in pairs for t in pair), run / TOKENIZER, vocab_size)
+    sample = pairs[0][0]
+    display.tokenizer_trained(
+        run / TOKENIZER, tokenizer.vocab_size, len(pairs), sample, tokenizer.pieces(sample)
+    )
+
+
+def train(
+    ctx: typer.Context,
+    data_dir: str | None = DATA_DIR,
+    corpus: str = CORPUS,
+    src: str = typer.Option("en", help="Source language."),
+    tgt: str = typer.Option("fr", help="Target language."),
+    run: Path | None = RUN,
+    preset: str = typer.Option("small", help="Model shape: tiny, small or base (transformer)."),
+    arch: str = typer.Option("transformer", "--arch", help="transformer or rnn."),
+    attention: str | None = typer.Option(None, help="rnn: bahdanau (additive; default) or luong."),
+    score: str | None = typer.Option(None, help="rnn with luong attention: general (default) or dot."),
+    cell: str | None = typer.Option(None, help="rnn: gru (default) or lstm."),
+    epochs: int | None = typer.Option(
+        None, min=1, help="Epochs at most [default: 10, or no limit with --max-minutes]."
+    ),
+    max_steps: int | None = typer.Option(None, min=1, help="Optimizer steps at most."),
+    max_minutes: float | None = typer.Option(None, min=0.01, help="Wall-clock budget, minutes."),
+    max_tokens: int = typer.Option(3072, min=16, help="Batch size in pieces."),
+    lr: float = typer.Option(1e-3, min=0.0, help="Peak learning rate."),
+    warmup: int = typer.Option(800, min=1, help="Warmup steps."),
+    dropout: float = typer.Option(0.1, min=0.0, max=0.9, help="Dropout."),
+    vocab_size: int = typer.Option(8000, min=8, help="Vocabulary size, if the run has no tokenizer."),
+    patience: int = typer.Option(5, min=1, help="Validations without improvement before stopping."),
+    save_every_minutes: float = typer.Option(
+        5.0, min=0.0, help="Save the training state this often, besides each validation."
+    ),
+    device: str = DEVICE,
+    seed: int = typer.Option(1, help="Random seed."),
+    fp32: bool = typer.Option(False, "--fp32", help="No bf16 autocast, even where it is fast."),
+):
+    """Train a model (and its tokenizer); rerunning resumes from the run's last checkpoint."""
+    from seq2seq.training.config import TrainConfig
+    from seq2seq.training.distributed import is_main_process
+    from seq2seq.training.resume import check_typed_options
+    from seq2seq.training.train import train as train_run
+
+    model_config = architecture_config(arch, preset, attention, score, cell, dropout)
+    config = TrainConfig(
+        corpus=corpus,
+        src=src,
+        tgt=tgt,
+        vocab_size=vocab_size,
+        max_tokens=max_tokens,
+        lr=lr,
+        warmup=warmup,
+        epochs=epochs if epochs is not None else (None if max_minutes else 10),
+        max_steps=max_steps,
+        max_minutes=max_minutes,
+        patience=patience,
+        save_every_minutes=save_every_minutes,
+        seed=seed,
+        device=device,
+        bf16=not fp32,
+    )
+    run = run_dir(run, corpus, src, tgt)
+    for notice in check_typed_options(run, typed_options(ctx)):
+        display.warn(notice)
+    stop_requested = install_stop_handlers()
+    if not is_main_process():  # under torchrun rank 0 alone draws; the others only train
+        train_run(run, config, model_config, data_dir, should_stop=stop_requested)
+        return
+    with display.TrainingDisplay(run) as reporter:
+        final = train_run(run, config, model_config, data_dir, reporter, stop_requested)
+    display.training_done(run, final)
+
+
+def architecture_config(arch: str, preset: str, attention, score, cell, dropout: float):
+    """The model config the options describe; an option the architecture does not have is an
+    error, never silently ignored."""
+    from seq2seq.models.registry import ARCHITECTURES, preset_config
+
+    if arch not in ARCHITECTURES:
+        raise typer.BadParameter(f"{arch!r} is not one of {', '.join(ARCHITECTURES)}", param_hint="--arch")
+    presets = ARCHITECTURES[arch].presets
+    if preset not in presets:
+        raise typer.BadParameter(f"{preset!r} is not one of {', '.join(presets)}", param_hint="--preset")
+    given = {k: v for k, v in {"attention": attention, "score": score, "cell": cell}.items() if v is not None}
+    if arch == "transformer" and given:
+        raise typer.BadParameter(
+            f"{', '.join(f'--{k}' for k in given)} is for --arch rnn", param_hint="--arch"
+        )
+    try:
+        return preset_config(arch, preset, dropout=dropout, **given)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
+def typed_options(ctx: typer.Context) -> dict[str, object]:
+    """The options the user typed (or set through the environment), not those left at defaults:
+    what a resumed run must honour or refuse."""
+    sources = {name: getattr(ctx.get_parameter_source(name), "name", "") for name in ctx.params}
+    return {n: ctx.params[n] for n, source in sources.items() if source in ("COMMANDLINE", "ENVIRONMENT")}
+
+
+def install_stop_handlers():
+    """Ctrl-C or SIGTERM asks training to stop after the current step, validate and save; a
+    second Ctrl-C stops at once."""
+    requested = []
+
+    def handler(signum, frame):
+        requested.append(signum)
+        signal.signal(signum, signal.SIG_DFL)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, handler)
+    return lambda: bool(requested)

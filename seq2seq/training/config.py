@@ -1,0 +1,39 @@
+"""The training recipe of a run, as config.json's "train" section records it."""
+
+from dataclasses import dataclass
+
+
+@dataclass
+class TrainConfig:
+    corpus: str = "multi30k"
+    src: str = "en"
+    tgt: str = "fr"
+    vocab_size: int = 8000
+    max_tokens: int = 3072  # per batch: sentences x longest side, in pieces
+    lr: float = 1e-3  # peak, reached at the end of warmup
+    warmup: int = 800  # steps
+    label_smoothing: float = 0.1
+    clip_norm: float = 1.0
+    epochs: int | None = 10  # None: no epoch limit (a time or step budget, or early stopping ends it)
+    max_steps: int | None = None
+    max_minutes: float | None = None  # wall-clock budget: training, validation and checkpoints
+    patience: int = 5  # validations without a better BLEU before stopping early
+    save_every_minutes: float = 5.0  # training state saved this often between validations
+    seed: int = 1
+    device: str = "auto"
+    bf16: bool = True  # bf16 autocast where the hardware runs it fast (CUDA, CPUs with AVX512-BF16/AMX)
+    world_size: int = 1  # processes training data-parallel (torchrun); each step takes one batch per process
+
+
+# The limits belong to one invocation: a resumed run takes them from the new command line (a run
+# started with N processes may resume with M).
+LIMITS = (
+    "epochs",
+    "max_steps",
+    "max_minutes",
+    "patience",
+    "save_every_minutes",
+    "device",
+    "bf16",
+    "world_size",
+)

@@ -1,0 +1,123 @@
+"""Resume: the one owner of what a rerun of `train` continues with. A run keeps its model and its
+recipe; only the limits of the new invocation (`LIMITS`) are the new command's; an option typed to
+change the rest is refused, never silently ignored. The training state a checkpoint carries is
+typed (`TrainingState`) and checked when it is read."""
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+from seq2seq.errors import Seq2SeqError
+from seq2seq.models.registry import ARCHITECTURES, ModelConfig
+from seq2seq.training import checkpoint as ckpt
+from seq2seq.training.config import LIMITS, TrainConfig
+
+# `seq2seq train` options that describe the model: a resumed run keeps the one it has.
+MODEL_OPTIONS = ("preset", "arch", "attention", "score", "cell", "dropout")
+
+
+@dataclass
+class TrainingState:
+    """Where training stands, saved with every checkpoint so a rerun continues at the next batch."""
+
+    step: int = 0  # optimizer steps taken
+    epoch: int = 0  # epochs completed
+    batch: int = 0  # batches of the current epoch already trained
+    best_bleu: float = -1.0  # the best validation BLEU so far (-1: none yet)
+    bad_validations: int = 0  # validations in a row without a better BLEU (patience)
+    validated_step: int = 0  # the step of the last validation
+    validation_seconds: float = 0.0  # what the last validation cost (0: not measured yet)
+
+    @classmethod
+    def from_json(cls, values: object, where: Path) -> "TrainingState":
+        """The state a checkpoint's JSON describes; anything else is one clean error. States saved
+        before `validated_step` existed count as validated at their step."""
+        if not isinstance(values, dict) or set(values) - {f.name for f in fields(cls)}:
+            raise Seq2SeqError(f"{where} has a trainer state this version does not know")
+        values = {"validated_step": values.get("step", 0), **values}
+        for f in fields(cls):
+            value = values.get(f.name, f.default)
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not number or (f.type == "int" and not isinstance(value, int)) or not math.isfinite(value):
+                raise Seq2SeqError(f"{where}: the trainer state's {f.name} is not a number ({value!r})")
+            if value < (-1 if f.name == "best_bleu" else 0):
+                raise Seq2SeqError(f"{where}: the trainer state's {f.name} is negative ({value!r})")
+        return cls(**values)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def stored_train_config(run_dir: Path) -> TrainConfig:
+    """The training config a run recorded. A field this version lacks is an error (the run is from
+    elsewhere); one it adds since takes its default."""
+    values = ckpt.load_config(run_dir).get("train")
+    where = Path(run_dir) / ckpt.CONFIG
+    if not isinstance(values, dict):
+        raise Seq2SeqError(f"{where} has no 'train' section; {run_dir} is not a run this version wrote")
+    unknown = sorted(set(values) - {f.name for f in fields(TrainConfig)})
+    if unknown:
+        raise Seq2SeqError(
+            f"{where}: the 'train' section has fields this version does not know: {', '.join(unknown)}"
+        )
+    return TrainConfig(**values)
+
+
+def is_resumable(run_dir: Path) -> bool:
+    return (Path(run_dir) / ckpt.LAST).is_file()
+
+
+def continued(
+    run_dir: Path, config: TrainConfig, model_config: ModelConfig
+) -> tuple[TrainConfig, ModelConfig]:
+    """What a run trains with: for a new run what was asked; for a resumed one its own recipe and
+    model with this invocation's limits."""
+    if not is_resumable(run_dir):
+        return config, model_config
+    stored = stored_train_config(run_dir)
+    limits = {name: getattr(config, name) for name in LIMITS}
+    return replace(stored, **limits), ckpt.model_config(ckpt.load_config(run_dir))
+
+
+def check_typed_options(run_dir: Path, typed: dict[str, object]) -> list[str]:
+    """Refuse (Seq2SeqError) an option the user typed that a resumed run cannot honour; return
+    notices for those it need not refuse. `typed` holds only what was on the command line, by
+    option name (`max_steps`, `preset`, ...)."""
+    run_dir = Path(run_dir)
+    if not is_resumable(run_dir):
+        return _vocabulary_notices(run_dir, typed)
+    stored = stored_train_config(run_dir)
+    for name in sorted(set(typed) & {f.name for f in fields(stored)} - set(LIMITS)):
+        if typed[name] != getattr(stored, name):
+            raise Seq2SeqError(
+                f"{run_dir} was started with --{name.replace('_', '-')} {getattr(stored, name)}; a resumed "
+                "run keeps it (start a new --run to change it)"
+            )
+    model = ckpt.model_config(ckpt.load_config(run_dir))
+    for name in [n for n in MODEL_OPTIONS if n in typed]:
+        if not _same_model(model, name, typed[name]):
+            raise Seq2SeqError(
+                f"{run_dir} holds another model than --{name} {typed[name]} describes; a resumed run keeps "
+                "its model (start a new --run to change it)"
+            )
+    return []
+
+
+def _same_model(model: ModelConfig, name: str, value: object) -> bool:
+    if name == "preset":  # the shape that preset gives the run's own architecture
+        shape = ARCHITECTURES[model.arch].presets.get(value)
+        return shape is not None and all(getattr(model, k) == v for k, v in shape.items())
+    return getattr(model, name, None) == value
+
+
+def _vocabulary_notices(run_dir: Path, typed: dict[str, object]) -> list[str]:
+    """A run that has a tokenizer but no checkpoint keeps its tokenizer: --vocab-size is a ceiling
+    SentencePiece may not have reached, so a differing one is said, not refused."""
+    if "vocab_size" not in typed or not (run_dir / ckpt.TOKENIZER).is_file():
+        return []
+    from seq2seq.data.tokenizer import Tokenizer
+
+    pieces = Tokenizer(run_dir / ckpt.TOKENIZER).vocab_size
+    if pieces == typed["vocab_size"]:
+        return []
+    return [f"--vocab-size is not used: {run_dir} already has a tokenizer of {pieces} pieces"]

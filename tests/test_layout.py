@@ -1,0 +1,85 @@
+"""The layout is the architecture: each package imports only what its `__init__` says it may, so
+data flows one way (corpus -> tokenizer -> batches -> model -> decoding -> evaluation, training,
+views, export -> the CLI), and only the CLI imports Typer. Checked on the source, so a new module
+that breaks the rule fails here, not in a reviewer's head."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "seq2seq"
+SHARED = {"errors", "atomic", "device", "allocator"}  # the small pieces every part may use
+ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import from the package
+    "errors": set(),
+    "atomic": set(),
+    "allocator": set(),
+    "device": {"errors"},
+    "data": {"data", "errors", "atomic"},
+    "models": {"models", "data.special", "errors"},
+    "decoding": {"decoding", "models", "data", "device", "errors"},
+    "evaluate": {"decoding", "models", "errors"},
+    "views": {"views", "decoding.attention", "atomic", "errors"},
+    "training": {"training", "models", "data", "decoding", "evaluate", "views.plots", *SHARED},
+    "export": {"export", "training.checkpoint", "models", "data", *SHARED},
+    "serve": {"serve", "views", "decoding", "training.checkpoint", "models", "data", *SHARED},
+    "cli": None,  # the edge: anything
+    "__init__": None,
+    "__main__": {"cli"},
+}
+ONLY = {"typer": "cli", "fastapi": "serve", "uvicorn": "serve"}  # third-party imports one package owns
+
+
+def modules():
+    return sorted(p for p in PACKAGE.rglob("*.py"))
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every module name the file imports, absolute (`seq2seq.models.protocol`, `torch`, ...)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            folder = PACKAGE.parent.joinpath(*node.module.split("."))
+            if folder.is_dir():  # `from seq2seq.views import plots`: the submodules named
+                names |= {f"{node.module}.{alias.name}" for alias in node.names}
+            else:
+                names.add(node.module)
+    return names
+
+
+def owner(path: Path) -> str:
+    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_run_one_way(path):
+    allowed = ALLOWED[owner(path)]
+    if allowed is None:
+        return
+    for name in imports_of(path):
+        if not name.startswith("seq2seq.") or name == "seq2seq.":
+            continue
+        target = name.removeprefix("seq2seq.")
+        ok = any(target == a or target.startswith(a + ".") for a in allowed | {owner(path)})
+        assert ok, f"{path.relative_to(PACKAGE)} imports seq2seq.{target}, outside {sorted(allowed)}"
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_edge_libraries_stay_in_their_package(path):
+    for name in imports_of(path):
+        package = ONLY.get(name.split(".")[0])
+        assert package is None or owner(path) == package, f"{path.relative_to(PACKAGE)} imports {name}"
+
+
+def test_every_package_says_what_it_owns_and_may_import():
+    for init in PACKAGE.glob("*/__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        assert "May import" in doc, f"{init.parent.name}/__init__.py does not say what it may import"
+        assert init.parent.name in ALLOWED, f"{init.parent.name} has no import rule here"
+
+
+def test_no_module_is_over_300_lines():
+    long = {str(p.relative_to(PACKAGE)): n for p in modules() if (n := len(p.read_text().splitlines())) > 300}
+    assert not long, long

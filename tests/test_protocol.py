@@ -1,0 +1,202 @@
+"""The protocol's specification: what every registered architecture (and its variants, and their
+int8 forms) must satisfy for search, scoring, training and the attention views to work without
+asking which one they hold. A new architecture gets all of this from its line in the registry.
+
+int8 quantizes activations with one scale per call over the whole batch, so there the equivalences
+that are exact in fp32 hold within a tolerance (same tokens, scores within 0.1 nats), and only
+those that keep the batch as it is (greedy search, not beams; not batched == alone).
+"""
+
+from dataclasses import asdict
+
+import pytest
+import torch
+
+from seq2seq.data.batch import pad
+from seq2seq.decoding.search import beam_search, greedy
+from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
+from seq2seq.models.quantize import quantize
+from seq2seq.models.registry import ARCHITECTURES, build_model, config_from_dict, preset_config
+from seq2seq.training import checkpoint as ckpt
+from seq2seq.training.config import TrainConfig
+from tests.conftest import caption_tokenizer
+
+SMALL = dict(d_model=32, vocab_size=40, dropout=0.0, max_positions=64)  # fast, and exhaustive enough
+OPTIONS = {  # the options an architecture's variants differ by, besides its tiny preset
+    "transformer": {"post-ln": dict(norm_first=False), "untied": dict(tie_embeddings=False)},
+    "rnn": {
+        "bahdanau-lstm": dict(cell="lstm"),
+        "luong-dot-gru": dict(attention="luong", score="dot"),
+        "luong-general-lstm": dict(attention="luong", score="general", cell="lstm"),
+    },
+}
+VARIANTS = {
+    f"{arch}{'-' + name if name else ''}": (arch, options)
+    for arch in ARCHITECTURES
+    for name, options in {"": {}, **OPTIONS.get(arch, {})}.items()
+}
+INT8 = ["transformer-int8", "rnn-int8"]
+
+
+def with_beams(*beams: int) -> list[tuple[str, int]]:
+    """(variant, beam) pairs: every beam for fp32; greedy alone for int8, whose per-call scales make
+    a beam's changing batch decode differently."""
+    return [(name, beam) for name in VARIANTS for beam in beams] + [(name, 1) for name in INT8]
+
+
+SOURCES = [[5, 9, 12, 3], [7, 3], [11, 4, 6, 8, 20, 3], [30, 31, 3]]
+
+
+def make(name: str, seed: int = 0) -> Seq2SeqModel:
+    """A variant (or `<arch>-int8`) of the tiny preset, narrowed, in eval mode."""
+    base, int8 = name.removesuffix("-int8"), name.endswith("-int8")
+    arch, options = VARIANTS[base]
+    torch.manual_seed(seed)
+    model = build_model(preset_config(arch, "tiny", **SMALL, **options)).eval()
+    return quantize(model, "int8") if int8 else model
+
+
+def tolerance(name: str) -> float:
+    return 0.1 if name.endswith("-int8") else 1e-5
+
+
+def sources():
+    return pad(SOURCES)
+
+
+def targets(seed: int, T: int = 7):
+    return torch.randint(4, 40, (len(SOURCES), T), generator=torch.Generator().manual_seed(seed))
+
+
+def lens(value: int = 10):
+    return torch.full((len(SOURCES),), value)
+
+
+def tokens_and_scores(results):
+    return [[h.tokens for h in hyps] for hyps in results], [h.score for hyps in results for h in hyps]
+
+
+@pytest.fixture(params=[*VARIANTS, *INT8])
+def name(request):
+    return request.param
+
+
+def test_every_registered_architecture_is_a_seq2seq_model_and_is_tested():
+    assert set(VARIANTS) >= set(ARCHITECTURES)
+    for arch in ARCHITECTURES:
+        model = make(arch)
+        assert isinstance(model, Seq2SeqModel) and model.cfg.arch == arch
+        assert config_from_dict(asdict(model.cfg)) == model.cfg  # config.json round-trips
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_steps_reproduce_the_teacher_forced_pass(name, use_cache):
+    model, src, tgt = make(name), sources(), targets(1)
+    with torch.inference_mode():
+        full = model(src, tgt)
+        cache = model.init_cache(*model.encode(src), tgt.size(1), use_cache)
+        steps = torch.stack([model.decode_step(tgt[:, t], cache) for t in range(tgt.size(1))], 1)
+    torch.testing.assert_close(steps, full, atol=tolerance(name), rtol=tolerance(name))
+
+
+def test_later_target_tokens_never_change_earlier_logits(name):
+    model, src, tgt = make(name), sources(), targets(2)
+    changed = tgt.clone()
+    changed[:, 4:] = targets(3)[:, 4:]
+    with torch.inference_mode():
+        a, b = model(src, tgt), model(src, changed)
+    torch.testing.assert_close(a[:, :4], b[:, :4], atol=tolerance(name), rtol=tolerance(name))
+
+
+@pytest.mark.parametrize("name,beam", with_beams(1, 4))
+def test_cached_search_equals_uncached(name, beam):
+    model = make(name, seed=2)
+    cached = beam_search(model, sources(), beam, lens(), nbest=beam, use_cache=True)
+    uncached = beam_search(model, sources(), beam, lens(), nbest=beam, use_cache=False)
+    (a, a_scores), (b, b_scores) = tokens_and_scores(cached), tokens_and_scores(uncached)
+    assert a == b
+    assert a_scores == pytest.approx(b_scores, abs=max(tolerance(name), 1e-4))
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_beam_one_equals_greedy(name, alpha):
+    model = make(name, seed=3)
+    g = greedy(model, sources(), lens(), alpha=alpha)
+    b = beam_search(model, sources(), 1, lens(), alpha=alpha)
+    assert [h.tokens for h in g] == [x[0].tokens for x in b]
+    assert [h.score for h in g] == pytest.approx([x[0].score for x in b])
+
+
+@pytest.mark.parametrize("name,beam", [(name, beam) for name in VARIANTS for beam in (1, 3)])
+def test_a_batch_equals_each_sentence_alone(name, beam):
+    """fp32 only: int8's activation scale is computed over the whole batch, so a sentence's int8
+    output may depend on its batch (the RNN's does, here)."""
+    model = make(name, seed=4)
+    batched = beam_search(model, sources(), beam, lens(), nbest=beam)
+    for i, ids in enumerate(SOURCES):
+        alone = beam_search(model, pad([ids]), beam, lens()[:1], nbest=beam)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
+        assert [h.score for h in alone] == pytest.approx([h.score for h in batched[i]], abs=tolerance(name))
+
+
+def test_extra_source_padding_changes_nothing(name):
+    model, tgt = make(name, seed=5), targets(4)
+    wider = torch.nn.functional.pad(sources(), (0, 3))
+    with torch.inference_mode():
+        torch.testing.assert_close(
+            model(wider, tgt), model(sources(), tgt), atol=tolerance(name), rtol=tolerance(name)
+        )
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_attention_rows_are_distributions_that_ignore_padding_and_the_future(name):
+    model, src, tgt = make(name, seed=6), sources(), targets(5, T=5)
+    with torch.inference_mode():
+        weights = model.attention(src, tgt)
+    assert "cross" in weights and set(weights) <= {"encoder", "decoder", "cross"}
+    padding = src == 0
+    for kind, w in weights.items():  # (B, L, H, rows, cols)
+        assert w.dim() == 5 and w.size(0) == len(SOURCES)
+        torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
+        if kind in ("cross", "encoder"):
+            assert (w.transpose(1, -1)[padding] == 0).all()  # padded source columns get nothing
+        if kind == "decoder":
+            assert (w.triu(1) == 0).all()  # a position never looks ahead
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_teacher_forced_weights_are_those_the_cached_steps_used(name):
+    model, src, tgt = make(name, seed=7), sources(), targets(6, T=5)
+    with torch.inference_mode():
+        weights = model.attention(src, tgt)
+        cache = model.init_cache(*model.encode(src), tgt.size(1))
+        for t in range(tgt.size(1)):
+            step = AttentionRecord()
+            model.decode_step(tgt[:, t], cache, step)
+            for kind in ("cross", "decoder"):
+                if getattr(step, kind):  # each layer's (B, H, 1, cols): this step's query row
+                    recorded = torch.stack(getattr(step, kind), dim=1)[:, :, :, 0]
+                    torch.testing.assert_close(recorded, weights[kind][:, :, :, t, : recorded.size(-1)])
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_runs_under_bf16_autocast(name):
+    model = make(name)
+    with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16):
+        assert model(sources(), targets(7, T=3)).float().isfinite().all()
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_a_run_directory_round_trips_the_model(name, tmp_path):
+    tokenizer = caption_tokenizer(tmp_path / ckpt.TOKENIZER)
+    arch, options = VARIANTS[name]
+    torch.manual_seed(0)
+    cfg = preset_config(arch, "tiny", **{**SMALL, "vocab_size": tokenizer.vocab_size}, **options)
+    model = build_model(cfg).eval()
+    ckpt.save_config(tmp_path, ckpt.config_sections(cfg, TrainConfig(), tokenizer))
+    ckpt.save_weights(model, tmp_path / ckpt.BEST)
+    loaded, _ = ckpt.load_run(tmp_path)
+    assert loaded.cfg == cfg
+    src, tgt = sources(), targets(8)
+    with torch.inference_mode():
+        assert torch.equal(loaded(src, tgt), model(src, tgt))
