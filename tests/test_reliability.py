@@ -13,6 +13,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from seq2seq.models.registry import build_model
 from seq2seq.models.transformer import Transformer
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
@@ -207,12 +208,15 @@ def start_training(data, run, max_steps=100000, *more):
 
 
 def assert_loadable(run):
-    """The last checkpoint, if any, loads completely; so do the best weights."""
-    if (run / ckpt.LAST).exists():
-        model, _ = ckpt.load_run(run, weights=ckpt.BEST)
-        state = ckpt.load_training_state(run / ckpt.LAST, model, torch.optim.AdamW(model.parameters()))
-        return state["step"]
-    return 0
+    """The last checkpoint, if any, loads completely; so do the best weights, once a validation has
+    written them (with --save-every-minutes 0 the state is saved after every step, before that)."""
+    if not (run / ckpt.LAST).exists():
+        return 0
+    if (run / ckpt.BEST).exists():
+        ckpt.load_run(run, weights=ckpt.BEST)
+    model = build_model(ckpt.model_config(ckpt.load_config(run)))
+    state = ckpt.load_training_state(run / ckpt.LAST, model, torch.optim.AdamW(model.parameters()))
+    return state["step"]
 
 
 def wait_for(path, seconds=120, newer_than=-1):
