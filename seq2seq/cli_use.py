@@ -158,14 +158,24 @@ def score(
 def export(
     output: Path = typer.Argument(..., help="The model directory to write."),
     run: Path = typer.Option(Path("runs/multi30k-en-fr"), "--run", help="Run directory."),
-    to: str = typer.Option("ctranslate2", "--to", help="Engine: ctranslate2."),
-    quantization: str | None = typer.Option(None, help="int8, int8_float32, bfloat16, ... [default: fp32]"),
+    to: str = typer.Option("ctranslate2", "--to", help="Engine: ctranslate2 or huggingface."),
+    quantization: str | None = typer.Option(
+        None, help="ctranslate2 only: int8, int8_float32, bfloat16, ... [default: fp32]"
+    ),
     force: bool = typer.Option(False, "--force", help="Replace OUTPUT if it exists."),
 ):
-    """Convert a run for another inference engine (CTranslate2), the same weights and vocabulary."""
+    """Convert a run for another inference engine (CTranslate2) or for Hugging Face transformers,
+    the same weights and vocabulary."""
+    if to == "huggingface":
+        from seq2seq.export_huggingface import export_huggingface
+
+        if quantization is not None:
+            raise typer.BadParameter("only for --to ctranslate2", param_hint="--quantization")
+        display.exported_huggingface(export_huggingface(run, output, force))
+        return
     from seq2seq.export import export_ctranslate2
 
     if to != "ctranslate2":
-        raise typer.BadParameter(f"{to!r} is not one of ctranslate2", param_hint="--to")
+        raise typer.BadParameter(f"{to!r} is not one of ctranslate2, huggingface", param_hint="--to")
     out = export_ctranslate2(run, output, quantization, force)
     display.exported(out, quantization)
