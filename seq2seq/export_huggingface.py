@@ -38,7 +38,7 @@ def export_huggingface(run_dir: Path, output_dir: Path, force: bool = False) -> 
     missing = [m for m in ("transformers", "tokenizers", "google.protobuf") if not _installed(m)]
     if missing:
         raise Seq2SeqError(f"export needs {', '.join(missing)}; install it with `{INSTALL_HINT}`")
-    from seq2seq.hf_tokenizer import hf_tokenizer
+    from seq2seq.hf_tokenizer import hf_tokenizer, save_tokenizer
     from seq2seq.model_card import model_card
 
     output_dir = check_output(run_dir, output_dir, force)
@@ -55,7 +55,7 @@ def export_huggingface(run_dir: Path, output_dir: Path, force: bool = False) -> 
     def write(folder: Path) -> None:
         hf.save_pretrained(folder)
         generation_config(model.cfg).save_pretrained(folder)
-        fast.save_pretrained(folder)
+        save_tokenizer(fast, folder)
         (folder / "README.md").write_text(card, encoding="utf-8")
 
     try:

@@ -9,6 +9,7 @@ One difference stays: `transformers` reads the special tokens' text ("<s>", "</s
 "<unk>") typed in the input as those tokens, where SentencePiece reads them as characters.
 """
 
+import json
 from pathlib import Path
 
 from seq2seq.errors import Seq2SeqError
@@ -47,12 +48,24 @@ def hf_tokenizer(path: Path, max_positions: int):
     )
     return transformers.PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
+        model_input_names=["input_ids", "attention_mask"],  # no token_type_ids, which generate() refuses
         pad_token=pieces[PAD_ID][0],
         unk_token=pieces[UNK_ID][0],
         bos_token=pieces[BOS_ID][0],
         eos_token=eos,
         model_max_length=max_positions,
     )
+
+
+def save_tokenizer(tokenizer, folder: Path) -> None:
+    """Save under the class name that transformers 4 and 5 both load: 5 writes its own new name,
+    `TokenizersBackend`, which 4 (and so optimum's ONNX export, which needs transformers 4) does
+    not know."""
+    tokenizer.save_pretrained(folder)
+    path = Path(folder) / "tokenizer_config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _model_proto(path: Path):

@@ -108,8 +108,11 @@ def test_teacher_forced_logits_equal_ours(run_dir, exported, table):
     hf, _ = load(exported)
     if table == "recomputed":
         with torch.no_grad():
-            for stack in (hf.model.encoder, hf.model.decoder):
-                stack.embed_positions.weight.copy_(stack.embed_positions.create_weight())
+            for table in (hf.model.encoder.embed_positions, hf.model.decoder.embed_positions):
+                if hasattr(table, "create_weight"):  # transformers 5
+                    table.weight.copy_(table.create_weight())
+                else:  # transformers 4
+                    table._init_weight()
     src = pad(source_ids(model, tokenizer, SENTENCES)[0])
     tgt = pad([[BOS_ID, *ids] for ids in tokenizer.encode(FR)])[: len(SENTENCES)]
     with torch.no_grad():
@@ -126,6 +129,20 @@ def test_greedy_translations_equal_ours(run_dir, exported):
     assert theirs == ours.tokens
     assert {len(t) for t in ours.tokens} > {12}  # some end with EOS, some at the limit
     assert hf_tokenizer.batch_decode(theirs, skip_special_tokens=True) == ours.best
+
+
+def test_the_translation_pipeline_translates_as_we_do(run_dir, exported):
+    """transformers 4 has `pipeline("translation")`; 5 removed the task (and text2text-generation),
+    leaving tokenizer + generate(), which the test above checks."""
+    from transformers.pipelines import SUPPORTED_TASKS
+
+    if "translation" not in SUPPORTED_TASKS:
+        pytest.skip(f"transformers {transformers.__version__} has no translation pipeline")
+    model, tokenizer = ckpt.load_run(run_dir)
+    ours = translate(model, tokenizer, SENTENCES, DecodeOptions(beam=1, max_len=12)).best
+    translator = transformers.pipeline("translation", model=str(exported))
+    theirs = translator(SENTENCES, num_beams=1, max_new_tokens=13)
+    assert [t["translation_text"] for t in theirs] == ours
 
 
 def test_the_longest_output_is_ours(tmp_path):
@@ -217,6 +234,11 @@ def test_export_from_the_command_line(run_dir, tmp_path, capsys, monkeypatch):
     assert "wrote the Hugging Face model" in result.out
     names = {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json", "README.md"}
     assert names <= {p.name for p in out.iterdir()}
+    # the name transformers 4 also loads (optimum's ONNX export needs 4); 5 alone knows its own
+    assert (
+        json.loads((out / "tokenizer_config.json").read_text())["tokenizer_class"]
+        == "PreTrainedTokenizerFast"
+    )
     again = run_cli(["export", "--run", run_dir, "--to", "huggingface", out], capsys, monkeypatch)
     assert again.code == 2 and "already exists; pass --force" in again.err
     forced = run_cli(["export", "--run", run_dir, "--to", "huggingface", "--force", out], capsys, monkeypatch)
