@@ -17,6 +17,7 @@ Shapes: D model dim, V vocabulary.
 """
 
 import importlib.util
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -53,7 +54,8 @@ def export_huggingface(run_dir: Path, output_dir: Path, force: bool = False) -> 
     card = model_card(run_dir, model, hf)
 
     def write(folder: Path) -> None:
-        hf.save_pretrained(folder)
+        with _quiet():
+            hf.save_pretrained(folder)
         generation_config(model.cfg).save_pretrained(folder)
         save_tokenizer(fast, folder)
         (folder / "README.md").write_text(card, encoding="utf-8")
@@ -70,6 +72,20 @@ def _installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:  # the parent package of a dotted name is missing
         return False
+
+
+@contextmanager
+def _quiet():
+    """No progress bar from transformers for writing one small file."""
+    from transformers.utils import logging
+
+    shown = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            logging.enable_progress_bar()
 
 
 def hf_model(model):
