@@ -1,13 +1,9 @@
 """`bench_decode.py --against ctranslate2`'s second peer: Hugging Face `generate()` on the same weights.
 
-Our pre-LN layout is exactly `M2M100ForConditionalGeneration`'s: pre-LN layers with a final
-LayerNorm on each stack, embeddings scaled by sqrt(D), a tied output projection without bias,
-ReLU feed-forward. Only three things need care: our fused QKV / KV projections are split into
-q/k/v; M2M100's sinusoidal table (sines then cosines, rows offset by padding_idx + 1) is replaced
-by ours, row for row; and the ids (PAD 0, BOS 2, EOS 3) are given to its config. `hf_model`
+The model is the one `seq2seq export --to huggingface` writes, built by the exporter's own mapping
+(`seq2seq.export.huggingface.hf_model`, one place): Pegasus for pre-LN runs, Marian for post-LN
+runs, our weights in their residual order so that their sinusoidal table is ours. `hf_model`
 checks the result: teacher-forced logits must equal ours to 1e-3, or the peer is not run.
-Post-LN runs have no such HF twin here (Marian is post-LN but adds a final-logits bias and other
-positions), so the peer is skipped for them.
 """
 
 import torch
@@ -20,102 +16,25 @@ INSTALL_HINT = 'pip install -e ".[bench]"  (Hugging Face transformers, for the g
 
 
 def hf_model(model):
-    """Our Transformer's weights in an `M2M100ForConditionalGeneration`, or None with the reason."""
+    """Our Transformer's weights in the exporter's transformers class, or None with the reason."""
     try:
         import transformers
     except ImportError:
         return None, f"Hugging Face peer skipped: transformers is not installed; {INSTALL_HINT}"
-    cfg = model.cfg
-    if cfg.arch != "transformer" or not cfg.norm_first or not cfg.tie_embeddings:
-        return None, "Hugging Face peer skipped: M2M100 matches pre-LN, tied Transformers only"
-    hf_cfg = transformers.M2M100Config(
-        vocab_size=cfg.vocab_size,
-        d_model=cfg.d_model,
-        encoder_layers=cfg.n_encoder_layers,
-        decoder_layers=cfg.n_decoder_layers,
-        encoder_attention_heads=cfg.n_heads,
-        decoder_attention_heads=cfg.n_heads,
-        encoder_ffn_dim=cfg.d_ff,
-        decoder_ffn_dim=cfg.d_ff,
-        activation_function="relu",
-        dropout=0.0,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-        encoder_layerdrop=0.0,
-        decoder_layerdrop=0.0,
-        max_position_embeddings=cfg.max_positions,
-        scale_embedding=True,
-        pad_token_id=PAD_ID,
-        bos_token_id=BOS_ID,
-        eos_token_id=EOS_ID,
-        decoder_start_token_id=BOS_ID,
-        tie_word_embeddings=True,
-    )
-    hf = transformers.M2M100ForConditionalGeneration(hf_cfg).eval()
-    with torch.no_grad():
-        load_weights(hf.model, model)
+    if model.cfg.arch != "transformer":
+        return None, f"Hugging Face peer skipped: transformers has no {model.cfg.arch} encoder-decoder"
+    from seq2seq.export.huggingface import hf_model as exported_model
+
+    hf = exported_model(model)
     difference = logit_difference(hf, model)
     if difference > 1e-3:
         return None, f"Hugging Face peer skipped: its logits differ from ours by {difference:.2e}"
     return (
         hf,
-        f"Hugging Face transformers {transformers.__version__} generate(), M2M100 class holding our "
-        f"weights (teacher-forced logits within {difference:.1e} of ours), fp32",
+        f"Hugging Face transformers {transformers.__version__} generate(), {type(hf).__name__} holding "
+        f"our weights as `seq2seq export --to huggingface` writes them (teacher-forced logits within "
+        f"{difference:.1e} of ours), fp32",
     )
-
-
-def load_weights(hf, model) -> None:
-    """Copy our weights into the M2M100 modules (in place, under no_grad)."""
-    hf.shared.weight.copy_(model.embed.weight)
-    for stack in (hf.encoder, hf.decoder):
-        table = stack.embed_positions.weights
-        table.zero_()  # row padding_idx + 1 + i is position i; the rows before it stay zero
-        n = min(model.positions.size(0), table.size(0) - PAD_ID - 1)
-        table[PAD_ID + 1 : PAD_ID + 1 + n] = model.positions[:n]
-    for ours, theirs in zip(model.encoder, hf.encoder.layers, strict=True):
-        _self_attention(theirs.self_attn, ours.self_attn.qkv, ours.self_attn.out)
-        _norm(theirs.self_attn_layer_norm, ours.res_attn.norm)
-        _feed_forward(theirs, ours.ff, ours.res_ff.norm)
-    for ours, theirs in zip(model.decoder, hf.decoder.layers, strict=True):
-        _self_attention(theirs.self_attn, ours.self_attn.qkv, ours.self_attn.out)
-        _norm(theirs.self_attn_layer_norm, ours.res_self.norm)
-        cross = ours.cross_attn
-        _linear(theirs.encoder_attn.q_proj, cross.q.weight, cross.q.bias)
-        for proj, w, b in zip(
-            (theirs.encoder_attn.k_proj, theirs.encoder_attn.v_proj),
-            cross.kv.weight.chunk(2),
-            cross.kv.bias.chunk(2),
-            strict=True,
-        ):
-            _linear(proj, w, b)
-        _linear(theirs.encoder_attn.out_proj, cross.out.weight, cross.out.bias)
-        _norm(theirs.encoder_attn_layer_norm, ours.res_cross.norm)
-        _feed_forward(theirs, ours.ff, ours.res_ff.norm)
-    _norm(hf.encoder.layer_norm, model.encoder_norm)
-    _norm(hf.decoder.layer_norm, model.decoder_norm)
-
-
-def _self_attention(theirs, qkv, out) -> None:
-    projections = (theirs.q_proj, theirs.k_proj, theirs.v_proj)
-    for proj, w, b in zip(projections, qkv.weight.chunk(3), qkv.bias.chunk(3), strict=True):
-        _linear(proj, w, b)
-    _linear(theirs.out_proj, out.weight, out.bias)
-
-
-def _feed_forward(theirs, ff, norm) -> None:
-    _linear(theirs.fc1, ff[0].weight, ff[0].bias)
-    _linear(theirs.fc2, ff[3].weight, ff[3].bias)
-    _norm(theirs.final_layer_norm, norm)
-
-
-def _linear(linear, weight, bias) -> None:
-    linear.weight.copy_(weight)
-    linear.bias.copy_(bias)
-
-
-def _norm(theirs, ours) -> None:
-    theirs.weight.copy_(ours.weight)
-    theirs.bias.copy_(ours.bias)
 
 
 def logit_difference(hf, model) -> float:

@@ -21,7 +21,7 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
     "evaluate": {"decoding", "models", "errors"},
     "views": {"views", "decoding.attention", "atomic", "errors"},
     "training": {"training", "models", "data", "decoding", "evaluate", "views.plots", *SHARED},
-    "export": {"export", "training.checkpoint", "models", "data", *SHARED},
+    "export": {"export", "training", "models", "data", "decoding", "evaluate", *SHARED},
     "serve": {"serve", "views", "decoding", "training.checkpoint", "models", "data", *SHARED},
     "cli": None,  # the edge: anything
     "__init__": None,

@@ -115,6 +115,12 @@ def exported(path: Path, quantization: str | None) -> None:
     out.print(f"wrote the CTranslate2 model {path} ({quantization or 'float32'} weights)", markup=False)
 
 
+def exported_huggingface(path: Path) -> None:
+    out.print(
+        f"wrote the Hugging Face model {path} (AutoModelForSeq2SeqLM and AutoTokenizer load it)", markup=False
+    )
+
+
 def training_done(run: Path, final: dict) -> None:
     if "val_bleu" in final:
         out.print(

@@ -8,12 +8,11 @@ interleaved), so ours is given explicitly.
 """
 
 import importlib.util
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
+from seq2seq.atomic import write_dir
 from seq2seq.errors import Seq2SeqError
+from seq2seq.export.folder import check_output
 from seq2seq.training.checkpoint import load_run
 
 INSTALL_HINT = 'pip install -e ".[ct2]"'
@@ -26,9 +25,7 @@ def export_ctranslate2(run_dir: Path, output_dir: Path, quantization: str | None
         raise Seq2SeqError(f"export needs CTranslate2; install it with `{INSTALL_HINT}`")
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise Seq2SeqError(f"unknown quantization {quantization!r}; use one of {', '.join(QUANTIZATIONS)}")
-    output_dir = Path(output_dir)
-    if output_dir.exists() and not force:
-        raise Seq2SeqError(f"{output_dir} already exists; pass --force to replace it")
+    output_dir = check_output(run_dir, output_dir, force)
     model, tokenizer = load_run(run_dir)
     if model.cfg.arch != "transformer":
         raise Seq2SeqError(
@@ -38,29 +35,10 @@ def export_ctranslate2(run_dir: Path, output_dir: Path, quantization: str | None
     spec.validate()
     spec.optimize(quantization=quantization)
     try:
-        _save_whole(spec, output_dir)
+        write_dir(output_dir, lambda tmp: spec.save(str(tmp)))
     except OSError as e:
         raise Seq2SeqError(f"cannot write {output_dir}: {e.strerror or e}") from None
     return output_dir
-
-
-def _save_whole(spec, output_dir: Path) -> None:
-    """Save into a temporary directory beside `output_dir`, then rename it into place."""
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=output_dir.parent, prefix=f".{output_dir.name}.", suffix=".tmp"))
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; give it a normal folder's mode
-        spec.save(str(tmp))
-        if output_dir.is_dir() and not output_dir.is_symlink():
-            shutil.rmtree(output_dir)
-        elif output_dir.exists() or output_dir.is_symlink():
-            output_dir.unlink()
-        os.replace(tmp, output_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def transformer_spec(model, vocabulary: list[str]):

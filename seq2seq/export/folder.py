@@ -1,0 +1,17 @@
+"""Where an export may be written: never over the run it comes from."""
+
+from pathlib import Path
+
+from seq2seq.errors import Seq2SeqError
+
+
+def check_output(run_dir: Path, output_dir: Path, force: bool) -> Path:
+    """Refuse an existing `output_dir` without `force`, and always one that is, holds or lies in the
+    run: replacing it would delete the run (or the export would land inside it)."""
+    output_dir, run = Path(output_dir), Path(run_dir).resolve()
+    target = output_dir.resolve()
+    if target == run or run in target.parents or target in run.parents:
+        raise Seq2SeqError(f"{output_dir} is, holds or lies inside the run {run_dir}; choose another folder")
+    if (output_dir.exists() or output_dir.is_symlink()) and not force:
+        raise Seq2SeqError(f"{output_dir} already exists; pass --force to replace it")
+    return output_dir

@@ -1,0 +1,288 @@
+"""Export to Hugging Face transformers: the directory, loaded by plain `transformers`, computes our
+logits, decodes our greedy translations and tokenizes into our ids. Skips without the `hf` extra
+(CI installs it)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from seq2seq.data.batch import collate, pad
+from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
+from seq2seq.decoding.search import DecodeOptions, source_ids, translate
+from seq2seq.export import huggingface as hf_export
+from seq2seq.export.huggingface import export_huggingface
+from seq2seq.training import checkpoint as ckpt
+from tests.cli_helpers import run_cli
+from tests.conftest import EN, FR, caption_tokenizer, tiny_model, write_run
+
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("google.protobuf")
+
+SENTENCES = [
+    "a dog runs",
+    "two men sit on the red car 12",
+    "the sun sets",
+    "une fille joue 3",
+    "A girl plays with a red ball in the park",
+    "the cat sleeps 7",
+]
+TEXTS = [
+    "a dog runs",
+    "Crème brûlée à 12h30, ça coûte 3,50 €!",  # accents, digits, a symbol outside the vocabulary
+    "日本語 Ωmega ☃ 🙂",  # characters outside the vocabulary
+    "",
+    " ",
+    "  two   men  sit  ",  # runs of spaces, leading and trailing
+    "tab\there\nnew line",
+    "\ufb01 \u2460 \uff21\uff22\uff23",  # NFKC folds these: the fi ligature, a circled 1, full-width ABC
+    "▁already escaped",
+    "DON'T SHOUT 1234567890",
+]
+
+
+def trained_model(tokenizer, norm_first: bool):
+    """A tiny model taught the captions for a moment: real, varied translations, some ending early
+    with EOS and some at the length limit, so that greedy equality means something."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # faster at this size, and the machine is shared
+    try:
+        model = tiny_model(vocab_size=tokenizer.vocab_size, seed=0, norm_first=norm_first).train()
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+        src, tgt = ([f"{s} {i}" for i, s in enumerate(side * 4)] for side in (EN, FR))
+        batch = collate(tokenizer.encode(src), tokenizer.encode(tgt), 64)
+        for _ in range(40):
+            logits = model(batch.src, batch.tgt_in)
+            loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    return caption_tokenizer(tmp_path_factory.mktemp("tokenizer") / "tokenizer.model")
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["pre-LN", "post-LN"])
+def run_dir(request, tokenizer, tmp_path_factory):
+    model = trained_model(tokenizer, request.param)
+    run = write_run(tmp_path_factory.mktemp("hf-run"), lambda v: model, tokenizer)
+    ckpt.save_weights(model, run / ckpt.BEST, val_bleu=12.345)
+    ckpt.append_metrics(run, {"step": 40, "epoch": 3, "val_bleu": 12.345, "best": True})
+    return run
+
+
+@pytest.fixture(scope="module")
+def exported(run_dir, tmp_path_factory):
+    return export_huggingface(run_dir, tmp_path_factory.mktemp("hf") / "model")
+
+
+def load(folder: Path):
+    return (
+        transformers.AutoModelForSeq2SeqLM.from_pretrained(folder),
+        transformers.AutoTokenizer.from_pretrained(folder),
+    )
+
+
+def greedy_ids(hf, batch, max_len: int) -> list[list[int]]:
+    """generate()'s greedy outputs as our decoder returns them: the start token and EOS dropped."""
+    out = hf.generate(**batch, num_beams=1, max_new_tokens=max_len + 1)  # + the EOS step
+    rows = [row[1:] for row in out.tolist()]
+    return [row[: row.index(EOS_ID)] if EOS_ID in row else row for row in rows]
+
+
+@pytest.mark.parametrize("table", ["saved", "recomputed"])
+def test_teacher_forced_logits_equal_ours(run_dir, exported, table):
+    """With the position table from the file or recomputed by transformers itself (as Marian does,
+    and as any version might), the logits are ours."""
+    model, tokenizer = ckpt.load_run(run_dir)
+    hf, _ = load(exported)
+    if table == "recomputed":
+        with torch.no_grad():
+            for table in (hf.model.encoder.embed_positions, hf.model.decoder.embed_positions):
+                if hasattr(table, "create_weight"):  # transformers 5
+                    table.weight.copy_(table.create_weight())
+                else:  # transformers 4
+                    table._init_weight()
+    src = pad(source_ids(model, tokenizer, SENTENCES)[0])
+    tgt = pad([[BOS_ID, *ids] for ids in tokenizer.encode(FR)])[: len(SENTENCES)]
+    with torch.no_grad():
+        theirs = hf(input_ids=src, attention_mask=src != PAD_ID, decoder_input_ids=tgt).logits
+        torch.testing.assert_close(theirs, model(src, tgt), atol=1e-5, rtol=1e-5)
+
+
+def test_greedy_translations_equal_ours(run_dir, exported):
+    model, tokenizer = ckpt.load_run(run_dir)
+    ours = translate(model, tokenizer, SENTENCES, DecodeOptions(beam=1, max_len=12))
+    hf, hf_tokenizer = load(exported)
+    batch = hf_tokenizer(SENTENCES, return_tensors="pt", padding=True)
+    theirs = greedy_ids(hf, batch, 12)
+    assert theirs == ours.tokens
+    assert {len(t) for t in ours.tokens} > {12}  # some end with EOS, some at the limit
+    assert hf_tokenizer.batch_decode(theirs, skip_special_tokens=True) == ours.best
+
+
+def test_the_translation_pipeline_translates_as_we_do(run_dir, exported):
+    """transformers 4 has `pipeline("translation")`; 5 removed the task (and text2text-generation),
+    leaving tokenizer + generate(), which the test above checks."""
+    from transformers.pipelines import SUPPORTED_TASKS
+
+    if "translation" not in SUPPORTED_TASKS:
+        pytest.skip(f"transformers {transformers.__version__} has no translation pipeline")
+    model, tokenizer = ckpt.load_run(run_dir)
+    ours = translate(model, tokenizer, SENTENCES, DecodeOptions(beam=1, max_len=12)).best
+    translator = transformers.pipeline("translation", model=str(exported))
+    theirs = translator(SENTENCES, num_beams=1, max_new_tokens=13)
+    assert [t["translation_text"] for t in theirs] == ours
+
+
+def test_the_longest_output_is_ours(tmp_path):
+    """generation_config.json's limit: a model that never emits EOS stops where ours does, EOS
+    forced after max_positions - 1 pieces, within the position table."""
+    run = write_run(tmp_path / "run", lambda v: tiny_model(vocab_size=v, seed=3))
+    model, tokenizer = ckpt.load_run(run)
+    longest = model.cfg.max_positions - 1
+    ours = translate(model, tokenizer, SENTENCES[:2], DecodeOptions(beam=1, max_len=longest)).tokens
+    hf, hf_tokenizer = load(export_huggingface(run, tmp_path / "hf"))
+    batch = hf_tokenizer(SENTENCES[:2], return_tensors="pt", padding=True)
+    out = hf.generate(**batch, num_beams=1).tolist()
+    assert [row[1:-1] for row in out] == ours and [len(t) for t in ours] == [longest, longest]
+    assert [row[-1] for row in out] == [EOS_ID, EOS_ID]
+    assert hf.generation_config.num_beams == DecodeOptions().beam
+
+
+@pytest.mark.parametrize("norm_first", [True, False], ids=["pre-LN", "post-LN"])
+def test_an_untied_output_layer_keeps_its_bias(tmp_path, norm_first):
+    def make(v):
+        model = tiny_model(vocab_size=v, seed=5, norm_first=norm_first, tie_embeddings=False)
+        torch.nn.init.normal_(model.generator.bias)
+        return model
+
+    run = write_run(tmp_path / "run", make)
+    model, _ = ckpt.load_run(run)
+    hf, _ = load(export_huggingface(run, tmp_path / "hf"))
+    src, tgt = torch.tensor([[5, 9, 7, EOS_ID]]), torch.tensor([[BOS_ID, 8, 6]])
+    with torch.no_grad():
+        torch.testing.assert_close(hf(input_ids=src, decoder_input_ids=tgt).logits, model(src, tgt))
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_the_tokenizer_gives_our_ids(run_dir, exported, text):
+    model, tokenizer = ckpt.load_run(run_dir)
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(exported)
+    ids = hf_tokenizer(text)["input_ids"]
+    assert ids == source_ids(model, tokenizer, [text])[0][0]
+    assert hf_tokenizer.convert_ids_to_tokens(ids) == tokenizer.id_pieces(ids)
+
+
+def test_the_tokenizer_pads_and_truncates_as_we_do(run_dir, exported):
+    model, tokenizer = ckpt.load_run(run_dir)
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(exported)
+    lines = [*TEXTS, " ".join(EN * 20)]  # the last is longer than max_positions
+    ids, truncated = source_ids(model, tokenizer, lines)
+    batch = hf_tokenizer(lines, return_tensors="pt", padding=True, truncation=True)
+    assert truncated == 1 and batch["input_ids"].tolist() == pad(ids).tolist()
+    assert batch["attention_mask"].tolist() == (pad(ids) != PAD_ID).long().tolist()
+
+
+@pytest.mark.parametrize("run_dir", [True], ids=["pre-LN"], indirect=True)  # ~10 s: one is enough
+def test_a_fresh_python_without_seq2seq_loads_it(run_dir, exported, tmp_path):
+    """The directory needs only transformers: a new interpreter that never imports seq2seq loads
+    it and translates as we do."""
+    model, tokenizer = ckpt.load_run(run_dir)
+    ours = translate(model, tokenizer, SENTENCES, DecodeOptions(beam=1, max_len=12)).best
+    script = (
+        "import json, sys\n"
+        "from transformers import AutoModelForSeq2SeqLM, AutoTokenizer\n"
+        f"tokenizer = AutoTokenizer.from_pretrained({str(exported)!r})\n"
+        f"model = AutoModelForSeq2SeqLM.from_pretrained({str(exported)!r})\n"
+        f"batch = tokenizer({SENTENCES!r}, return_tensors='pt', padding=True)\n"
+        "out = model.generate(**batch, num_beams=1, max_new_tokens=13)\n"
+        "ours = [m for m in sys.modules if m.split('.')[0] == 'seq2seq']\n"
+        "print(json.dumps([tokenizer.batch_decode(out, skip_special_tokens=True), ours]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    texts, imported = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert texts == ours and imported == []
+
+
+def test_the_model_card(run_dir, exported):
+    card = (exported / "README.md").read_text(encoding="utf-8")
+    assert card.startswith("---\nlanguage:\n- en\n- fr\n")
+    assert "BLEU **12.35** on the `val` split after 40 steps (3 epochs)" in card
+    assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in card
+    assert "`multi30k`" in card and "| 2 + 2 |" in card
+
+
+def test_export_from_the_command_line(run_dir, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "hf"
+    result = run_cli(["export", "--run", run_dir, "--to", "huggingface", out], capsys, monkeypatch)
+    assert result.code == 0, result.err
+    assert "wrote the Hugging Face model" in result.out
+    names = {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json", "README.md"}
+    assert names <= {p.name for p in out.iterdir()}
+    # the name transformers 4 also loads (optimum's ONNX export needs 4); 5 alone knows its own
+    assert (
+        json.loads((out / "tokenizer_config.json").read_text())["tokenizer_class"]
+        == "PreTrainedTokenizerFast"
+    )
+    again = run_cli(["export", "--run", run_dir, "--to", "huggingface", out], capsys, monkeypatch)
+    assert again.code == 2 and "already exists; pass --force" in again.err
+    forced = run_cli(["export", "--run", run_dir, "--to", "huggingface", "--force", out], capsys, monkeypatch)
+    assert forced.code == 0, forced.err
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
+
+
+@pytest.mark.parametrize(
+    "args,out,message",
+    [
+        (["--run", "{tmp}/nothing"], "{tmp}/hf", "does not exist"),
+        (["--quantization", "int8"], "{tmp}/hf", "only for --to ctranslate2"),
+        ([], "{run}", "is, holds or lies inside the run"),
+        (["--force"], "{run}", "is, holds or lies inside the run"),
+        (["--force"], "{run}/hf", "is, holds or lies inside the run"),
+        (["--force"], "{tmp}/outer", "is, holds or lies inside the run"),  # replacing it would delete the run
+    ],
+)
+def test_bad_exports_write_nothing(run_dir, tmp_path, capsys, monkeypatch, args, out, message):
+    run = shutil.copytree(run_dir, tmp_path / "outer" / "run")
+    before = sorted(tmp_path.rglob("*"))
+    fill = lambda s: s.format(tmp=tmp_path, run=run)  # noqa: E731
+    argv = ["export", "--run", run, "--to", "huggingface", *map(fill, args), fill(out)]
+    result = run_cli(argv, capsys, monkeypatch)
+    assert result.code == 2 and message in result.err, result.err
+    assert len(result.err.strip().splitlines()) == 1 and sorted(tmp_path.rglob("*")) == before
+
+
+def test_an_rnn_run_is_not_supported(tmp_path, capsys, monkeypatch):
+    from seq2seq.models.rnn import RNN, RNNConfig
+
+    run = write_run(tmp_path / "rnn", lambda v: RNN(RNNConfig(vocab_size=v, d_model=16, n_layers=1)))
+    result = run_cli(["export", "--run", run, "--to", "huggingface", tmp_path / "out"], capsys, monkeypatch)
+    assert result.code == 2 and "supports Transformers only" in result.err
+    assert len(result.err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_without_transformers_the_error_says_what_to_install(run_dir, tmp_path, monkeypatch):
+    from seq2seq.errors import Seq2SeqError
+
+    monkeypatch.setattr(hf_export, "_installed", lambda module: module != "transformers")
+    with pytest.raises(
+        Seq2SeqError, match=r'needs transformers; install it with `pip install -e "\.\[hf\]"`'
+    ):
+        export_huggingface(run_dir, tmp_path / "hf")
+    assert not (tmp_path / "hf").exists()
