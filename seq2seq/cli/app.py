@@ -1,5 +1,8 @@
 """The command line: options -> config -> one library call. Only this layer prints or exits."""
 
+import contextlib
+import errno
+import io
 import os
 import sys
 
@@ -27,6 +30,13 @@ for command in (tokenize, train, translate, evaluate, score, export):
     app.command()(command)
 
 
+def discard_stdout() -> None:
+    """What is still buffered for a stdout that failed would fail again at exit (status 120):
+    send it nowhere instead."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 # click's UsageError, wherever this Typer version keeps click (newer releases vendor it)
 UsageError = typer.BadParameter.__mro__[1]
 
@@ -36,6 +46,9 @@ def main() -> None:
     if len(sys.argv) == 1:
         sys.argv.append("--help")
     keep_freed_memory()
+    for stream in (sys.stdout, sys.stderr):  # UTF-8 whatever PYTHONIOENCODING or the locale says
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(encoding="utf-8", errors="replace")
     try:
         code = app(standalone_mode=False)
     except UsageError as e:
@@ -49,9 +62,15 @@ def main() -> None:
         display.error("interrupted")
         code = 130
     except ReaderLeft:  # `seq2seq translate ... | head`: the reader left, nothing to report
-        # what is still buffered would fail again at exit (status 120): send it nowhere instead
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        discard_stdout()
         code = 0
+    except OSError as e:  # standard output on a full disk (ENOSPC, EIO), or any file a library read
+        if e.filename is None and e.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
+            display.error(f"cannot write standard output: {e.strerror}")
+        else:
+            display.error(f"{e.filename}: {e.strerror or e}" if e.filename else str(e.strerror or e))
+        discard_stdout()
+        code = 2
     except Exception as e:  # torch's OutOfMemoryError; torch is imported by then if it can occur
         torch = sys.modules.get("torch")
         if torch is None or not isinstance(e, torch.cuda.OutOfMemoryError):

@@ -122,15 +122,19 @@ def exported_huggingface(path: Path) -> None:
 
 
 def training_done(run: Path, final: dict) -> None:
-    if "val_bleu" in final:
+    if final["stop"] == "interrupted":
+        out.print(
+            f"interrupted at step {final['step']}; the training state is saved in {run}: rerun the same "
+            "command to continue",
+            markup=False,
+        )
+    elif "val_bleu" in final:
         out.print(
             f"stopped ({final['stop']}) at step {final['step']}: val BLEU "
             f"{final['val_bleu']:.2f}; best weights in {run / 'model.safetensors'}"
         )
     elif final["stop"] == "max minutes":
         out.print(f"the --max-minutes budget was spent before a step could run; {run} is unchanged")
-    elif final["stop"] == "interrupted":
-        out.print(f"interrupted before a step could run; {run} is unchanged")
     else:
         out.print(f"nothing to do ({final['stop']}); the run in {run} is complete")
 

@@ -55,6 +55,8 @@ def line_groups(path: Path | None, most: int) -> Iterator[list[str]]:
 
 def _open(path: Path | None, name: str) -> BinaryIO:
     if path is None:
+        if sys.stdin is None or (not _has_fd(sys.stdin) and not hasattr(sys.stdin, "buffer")):
+            raise Seq2SeqError("standard input is closed; give the sentences as arguments or with --input")
         return open(os.dup(sys.stdin.fileno()), "rb") if _has_fd(sys.stdin) else sys.stdin.buffer
     try:
         return open(path, "rb")
@@ -70,6 +72,14 @@ def _read_some(stream: BinaryIO, name: str) -> bytes:
         return stream.read1(1 << 16)
     except OSError as e:
         raise Seq2SeqError(f"cannot read {name}: {e.strerror}") from None
+
+
+def stdin_is_terminal() -> bool:
+    """Whether a person types the input (a prompt then); False for a pipe, a file or a closed stdin."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 def _has_fd(stream) -> bool:

@@ -8,7 +8,15 @@ from pathlib import Path
 import typer
 
 from seq2seq.cli import display
-from seq2seq.cli.io import LineWriter, arguments, count_lines, line_groups, numbered, one_line
+from seq2seq.cli.io import (
+    LineWriter,
+    arguments,
+    count_lines,
+    line_groups,
+    numbered,
+    one_line,
+    stdin_is_terminal,
+)
 from seq2seq.cli.options import (
     BATCH_SIZE,
     BEAM,
@@ -76,7 +84,7 @@ def translate(
     options.check()
     check_precision(quantize, bf16)
     texts = arguments(text) if text else None
-    live = texts is None and input is None and sys.stdin.isatty()
+    live = texts is None and input is None and stdin_is_terminal()
     progress = output is not None and not live
     total = len(texts) if texts else count_lines(input) if input and progress else None
     with LineWriter(output) as writer:
@@ -117,11 +125,11 @@ def translate_group(model, tokenizer, lines, first, writer, options, views) -> N
         maps = maps_of_translations(model, tokenizer, lines, result, options.batch_size)
         if maps:  # a bad --layer/--head is refused before anything of this group is written
             check_choice(next(iter(maps.values())), views.layer, views.head)
-    if options.nbest > 1:
+    if options.nbest > 1:  # a blank line is not translated: its one entry is the empty line, score 0
         out = [
             f"{first - 1 + i} ||| {one_line(t)} ||| {s:.4f}"
             for i, hyps in enumerate(result.nbest)
-            for t, s in hyps
+            for t, s in (hyps or [("", 0.0)])
         ]
     else:
         out = [one_line(t) for t in result.best]

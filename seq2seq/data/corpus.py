@@ -12,6 +12,7 @@ A corpus is named by one string:
 
 import gzip
 import os
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import zip_longest
@@ -51,7 +52,12 @@ def _corpus_files(corpus: str, split: str, src: str, tgt: str, data_dir) -> list
     if corpus == "multi30k":
         return _multi30k_files(split, src, tgt, data_dir or os.environ.get(DATA_DIR_ENV))
     if "{split}" in corpus:
-        path = Path(corpus.format(split=split))
+        try:
+            path = Path(corpus.format(split=split))
+        except (KeyError, IndexError, ValueError):
+            raise Seq2SeqError(
+                f"--corpus {corpus!r}: a path pattern may hold {{split}} and no other braces"
+            ) from None
         if not path.is_file():
             raise Seq2SeqError(f"{path} does not exist or is not a file")
         return [path]
@@ -219,8 +225,8 @@ def _lines(path: Path) -> Iterator[str]:
                 except UnicodeDecodeError as e:
                     raise Seq2SeqError(f"{path}: line {number} is not valid UTF-8 ({e.reason})") from None
                 yield line.removesuffix("\n").removesuffix("\r")
-    except (OSError, EOFError) as e:
-        raise Seq2SeqError(f"{path}: cannot read ({e})") from None
+    except (OSError, EOFError, zlib.error) as e:  # zlib.error: a corrupted gzip stream
+        raise Seq2SeqError(f"{path}: cannot read ({first_line(e)})") from None
 
 
 # --- local files and the hub ------------------------------------------------------------------

@@ -5,6 +5,7 @@ architecture is one `Seq2SeqModel` subclass, its config dataclass, its presets a
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
+from seq2seq.fields import from_json
 from seq2seq.models import rnn, transformer
 from seq2seq.models.protocol import Seq2SeqModel
 from seq2seq.models.rnn import RNN, RNNConfig
@@ -41,6 +42,8 @@ def preset_config(arch: str, preset: str, **overrides) -> ModelConfig:
 def config_from_dict(values: dict) -> ModelConfig:
     """The config a config.json's "model" section describes, refusing unknown or missing fields.
     Runs from before the RNN have no "arch": they are Transformers."""
+    if not isinstance(values, dict):
+        raise ValueError("the 'model' section is not a JSON object")
     values = dict(values)
     arch = values.pop("arch", "transformer")
     if arch not in ARCHITECTURES:
@@ -49,4 +52,4 @@ def config_from_dict(values: dict) -> ModelConfig:
     expected = {f.name for f in fields(config) if f.init}
     if set(values) != expected:
         raise ValueError(f"the 'model' section does not match this version's {config.__name__}")
-    return config(**values)
+    return from_json(config, values, "the 'model' section")

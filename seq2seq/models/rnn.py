@@ -48,6 +48,8 @@ class RNNConfig:
             raise ValueError(f"luong attention scores by dot or general, not {self.score!r}")
         if self.attention not in ("bahdanau", "luong"):
             raise ValueError(f"unknown attention {self.attention!r}; use bahdanau or luong")
+        if self.attention == "bahdanau" and self.d_model % 2:
+            raise ValueError(f"d_model {self.d_model} must be even: each direction of the encoder has half")
 
 
 PRESETS = {

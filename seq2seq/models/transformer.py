@@ -31,6 +31,10 @@ class TransformerConfig:
     tie_embeddings: bool = True  # output projection shares the joint embedding matrix
     arch: str = field(default="transformer", init=False)  # names the class in config.json
 
+    def __post_init__(self):
+        if self.d_model % self.n_heads or self.d_model % 2:
+            raise ValueError(f"d_model {self.d_model} must be even and a multiple of n_heads {self.n_heads}")
+
 
 PRESETS = {
     "tiny": dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512),

@@ -56,8 +56,10 @@ def load_config(run_dir: Path) -> dict:
     try:
         sections = json.loads(path.read_text(encoding="utf-8"))
         model_config(sections)
-    except (ValueError, TypeError, KeyError) as e:
-        raise Seq2SeqError(f"{path} is not a valid run config ({e})") from None
+    except OSError as e:
+        raise Seq2SeqError(f"cannot read {path}: {e.strerror}") from None
+    except (ValueError, TypeError, KeyError, RecursionError) as e:  # RecursionError: absurd nesting
+        raise Seq2SeqError(f"{path} is not a valid run config ({first_line(e)})") from None
     return sections
 
 
@@ -122,6 +124,14 @@ def load_weights(model: nn.Module, path: Path) -> None:
 
 
 def _load_state(model: nn.Module, tensors: dict, path: Path) -> None:
+    """Weights into `model`, refusing what `load_state_dict` would take silently: tensors of
+    another dtype (it casts an int32 tensor into the float weights) and NaN or infinite values."""
+    expected = model.state_dict()
+    for name, tensor in tensors.items():
+        if name in expected and tensor.dtype != expected[name].dtype:
+            raise Seq2SeqError(f"{path}: {name} is {tensor.dtype}, not {expected[name].dtype}")
+        if tensor.is_floating_point() and not torch.isfinite(tensor).all():
+            raise Seq2SeqError(f"{path}: {name} holds NaN or infinite values")
     try:
         model.load_state_dict(tensors)
     except RuntimeError as e:
@@ -169,16 +179,32 @@ def load_training_state(path: Path, model: nn.Module, optimizer) -> dict:
     except (KeyError, ValueError) as e:
         raise Seq2SeqError(f"{path} has no valid trainer state ({e})") from None
     _load_state(model, {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, path)
-    optim_state = {int(i): dict(values) for i, values in optim_json["state"].items()}
+    try:  # anything structurally altered (groups, ids, shapes, the RNG) is one line, not a traceback
+        optimizer.load_state_dict(_optimizer_state(optim_json, tensors, optimizer))
+        torch.set_rng_state(tensors["rng.cpu"])
+        if "rng.cuda" in tensors and torch.cuda.is_available():
+            torch.cuda.set_rng_state(tensors["rng.cuda"])
+    except (KeyError, ValueError, TypeError, RuntimeError, AttributeError, IndexError) as e:
+        raise Seq2SeqError(
+            f"{path} has a trainer state that does not fit this model ({first_line(e)})"
+        ) from None
+    return state
+
+
+def _optimizer_state(optim_json: dict, tensors: dict, optimizer) -> dict:
+    """The optimizer's state dict from the checkpoint's JSON and tensors, each moment tensor checked
+    against its parameter's shape (`load_state_dict` does not; the first step would fail)."""
+    state = {int(i): dict(values) for i, values in optim_json["state"].items()}
     for key, value in tensors.items():
         if key.startswith("optim."):
             _, idx, name = key.split(".", 2)
-            optim_state.setdefault(int(idx), {})[name] = value
-    optimizer.load_state_dict({"state": optim_state, "param_groups": optim_json["param_groups"]})
-    torch.set_rng_state(tensors["rng.cpu"])
-    if "rng.cuda" in tensors and torch.cuda.is_available():
-        torch.cuda.set_rng_state(tensors["rng.cuda"])
-    return state
+            state.setdefault(int(idx), {})[name] = value
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    for idx, values in state.items():
+        for name, value in values.items():
+            if name != "step" and torch.is_tensor(value) and value.shape != params[idx].shape:
+                raise ValueError(f"optimizer state {idx}.{name} has shape {tuple(value.shape)}")
+    return {"state": state, "param_groups": optim_json["param_groups"]}
 
 
 def remove_stale_temporaries(run_dir: Path) -> None:
@@ -189,15 +215,39 @@ def remove_stale_temporaries(run_dir: Path) -> None:
 
 
 def append_metrics(run_dir: Path, row: dict) -> None:
-    with _saving(Path(run_dir) / METRICS), open(Path(run_dir) / METRICS, "a", encoding="utf-8") as f:
-        f.write(json.dumps(row) + "\n")
+    """Add a validation's row; a row of the same step (the validation redone after a kill before
+    the training state recorded it) is replaced, and a torn last line dropped. The file is written
+    whole through a rename, so it is never half a row, and a link in its place is replaced, never
+    followed out of the run."""
+    path = Path(run_dir) / METRICS
+    rows = [r for r in read_metrics(run_dir) if r.get("step") != row["step"]] + [row]
+    with _saving(path):
+        write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8"))
 
 
 def read_metrics(run_dir: Path) -> list[dict]:
+    """The rows so far; a last line cut short by a kill or a full disk is left out, any other
+    unreadable line is one error naming it."""
     path = Path(run_dir) / METRICS
-    if not path.is_file():
+    if not path.is_file() or path.is_symlink():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise Seq2SeqError(f"cannot read {path} ({first_line(e)})") from None
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            row = json.loads(line) if line.strip() else None
+        except ValueError:
+            if number == len(lines):
+                break  # torn: the next append rewrites the file without it
+            raise Seq2SeqError(f"{path}: line {number} is not a JSON row") from None
+        if row is not None:
+            if not isinstance(row, dict) or not isinstance(row.get("step"), int):
+                raise Seq2SeqError(f"{path}: line {number} is not a validation row")
+            rows.append(row)
+    return rows
 
 
 def config_sections(model_cfg: ModelConfig, train_cfg, tokenizer: Tokenizer) -> dict:

@@ -86,8 +86,9 @@ class Loop:
                 state.epoch, state.batch = state.epoch + 1, 0
             if state.step == state.validated_step:
                 continue  # nothing trained since the last validation (e.g. a finished run rerun)
-            if stop == "interrupted":
-                self.save(state)  # before validating: a scheduler's grace period may not last that long
+            if stop == "interrupted":  # save, and no validation: it would count toward patience and
+                self.save(state)  # make the resumed run another than the one never interrupted
+                return {"step": state.step, "stop": stop}
             tokens_per_s = tokens / max(train_seconds, 1e-9)
             validate = partial(self._validate, state, losses, tokens_per_s, start_time)
             row, state = self.world.from_main(lambda: (validate(), state))  # noqa: B023 (called here)
@@ -185,8 +186,8 @@ class Loop:
             "elapsed_s": time.monotonic() - start_time,
         }
         state.validated_step, state.validation_seconds = state.step, time.perf_counter() - tick
+        ckpt.append_metrics(self.run_dir, row)  # first: the state saved next marks this step validated
         self.save(state)
-        ckpt.append_metrics(self.run_dir, row)
         if plots.available():
             plots.learning_curves(ckpt.read_metrics(self.run_dir), self.run_dir / ckpt.CURVES)
         return row

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from seq2seq.errors import Seq2SeqError
+from seq2seq.fields import from_json
 from seq2seq.models.registry import ARCHITECTURES, ModelConfig
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import LIMITS, TrainConfig
@@ -60,7 +61,10 @@ def stored_train_config(run_dir: Path) -> TrainConfig:
         raise Seq2SeqError(
             f"{where}: the 'train' section has fields this version does not know: {', '.join(unknown)}"
         )
-    return TrainConfig(**values)
+    try:
+        return from_json(TrainConfig, values, f"{where}: the 'train' section")
+    except ValueError as e:
+        raise Seq2SeqError(str(e)) from None
 
 
 def is_resumable(run_dir: Path) -> bool:

@@ -1,0 +1,273 @@
+"""Reliability, round three (issue 29, items 4 to 7): a resumed run is the same run after a stop as
+after a kill, metrics.jsonl survives a failed append and a torn line, weight files cannot lie about
+their dtype, and a run directory, trainer state or corpus altered in any way is one line, exit 2,
+never a traceback."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from seq2seq.errors import Seq2SeqError
+from seq2seq.training import checkpoint as ckpt
+from seq2seq.training.config import TrainConfig
+from seq2seq.training.train import train
+from tests.cli_helpers import run_process
+from tests.conftest import write_multi30k
+from tests.test_cli import TRAIN
+from tests.test_train import REVERSE_MODEL, assert_same_training_state, write_reversal_task
+
+VALIDATION = ("step", "epoch", "batch", "val_loss", "val_bleu", "val_chrf", "best")  # not the timings
+
+
+def validations(run) -> list[tuple]:
+    return [tuple(row[k] for k in VALIDATION) for row in ckpt.read_metrics(run)]
+
+
+@pytest.fixture(scope="module")
+def reversal(tmp_path_factory):
+    root = tmp_path_factory.mktemp("reversal")
+    corpus = write_reversal_task(root / "data", n_train=300, n_val=10)
+    config = TrainConfig(
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=5, epochs=3,
+        device="cpu", bf16=False,
+    )  # fmt: skip
+    model = replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.1)
+    train(root / "straight", config, model)
+    return root, config, model
+
+
+def start_from_tokenizer(root, name):
+    (root / name).mkdir()
+    shutil.copy(root / "straight" / ckpt.TOKENIZER, root / name / ckpt.TOKENIZER)
+    return root / name
+
+
+def test_a_stopped_then_resumed_run_is_the_uninterrupted_run(reversal):
+    """SIGTERM or Ctrl-C (the handler's flag) mid-epoch, then the same command: the weights, the
+    optimizer and every validation row equal the run that was never stopped (the stop validated
+    nothing that could count toward patience or best weights)."""
+    root, config, model = reversal
+    straight = validations(root / "straight")
+    per_epoch = straight[0][0]
+    assert per_epoch >= 3 and len(straight) == 3
+    run, asked = start_from_tokenizer(root, "stopped"), []
+    stop_at = per_epoch + 2  # mid second epoch
+    first = train(run, config, model, should_stop=lambda: asked.append(1) or len(asked) > stop_at)
+    assert first == {"step": stop_at, "stop": "interrupted"}
+    assert validations(run) == straight[:1]  # the stop itself validated nothing
+    second = train(run, config, model)
+    assert second["stop"] == "epochs"
+    assert_same_training_state(root / "straight", run)
+    assert validations(run) == validations(root / "straight")
+    best, straight_best = load_file(run / ckpt.BEST), load_file(root / "straight" / ckpt.BEST)
+    assert all(torch.equal(best[name], straight_best[name]) for name in straight_best)
+
+
+def test_a_failed_metrics_append_is_redone_by_the_rerun(reversal, monkeypatch):
+    root, config, model = reversal
+    run = start_from_tokenizer(root, "append")
+
+    def full_disk(run_dir, row):
+        raise Seq2SeqError(f"cannot save {run_dir / ckpt.METRICS} (No space left on device)")
+
+    monkeypatch.setattr(ckpt, "append_metrics", full_disk)
+    with pytest.raises(Seq2SeqError, match="No space left"):
+        train(run, config, model)
+    monkeypatch.undo()
+    train(run, config, model)
+    assert validations(run) == validations(root / "straight")
+
+
+def test_a_torn_last_metrics_line_is_dropped_not_fatal(reversal):
+    root, config, model = reversal
+    run = start_from_tokenizer(root, "torn")
+    train(run, replace(config, epochs=1), model)
+    with open(run / ckpt.METRICS, "a") as f:
+        f.write('{"step": 99, "val_lo')  # a kill or a full disk in the middle of a row
+    train(run, config, model)
+    assert validations(run) == validations(root / "straight")
+    (run / ckpt.METRICS).write_text('{"step": 1}\nnot json\n{"step": 2}\n')
+    with pytest.raises(Seq2SeqError, match="line 2 is not a JSON row"):
+        ckpt.read_metrics(run)
+
+
+# --- one line, exit 2, for everything a run directory, a state or a corpus can hold --------------
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("altered")
+    data = write_multi30k(root / "corpus", {"train": 60, "val": 6})
+    result = run_process([*TRAIN, "--data-dir", data, "--run", root / "run"])
+    assert result.code == 0, result.err
+    return root / "run", data
+
+
+def altered_copy(tiny_run, tmp_path, change):
+    run, data = tiny_run
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    change(copy)
+    return copy, data
+
+
+def edit_config(section, key, value):
+    def change(run):
+        sections = json.loads((run / ckpt.CONFIG).read_text())
+        sections[section][key] = value
+        (run / ckpt.CONFIG).write_text(json.dumps(sections))
+
+    return change
+
+
+def deep_nesting(run):
+    (run / ckpt.CONFIG).write_text("[" * 100_000 + "]" * 100_000)
+
+
+def edit_tensors(path_name, change_tensors):
+    def change(run):
+        from safetensors import safe_open
+
+        with safe_open(str(run / path_name), framework="pt") as f:
+            metadata = f.metadata()
+        tensors = load_file(run / path_name)
+        change_tensors(tensors, metadata)
+        save_file(tensors, str(run / path_name), metadata=metadata)
+
+    return change
+
+
+def lying_dtype(tensors, metadata):
+    tensors["embed.weight"] = tensors["embed.weight"].to(torch.int32)
+
+
+def nan_weights(tensors, metadata):
+    tensors["embed.weight"][3, 0] = float("nan")
+
+
+def state_json(key, value):
+    def change(tensors, metadata):
+        state = json.loads(metadata["trainer_state"])
+        state[key] = value
+        metadata["trainer_state"] = json.dumps(state)
+
+    return change
+
+
+def no_param_groups(tensors, metadata):
+    optimizer = json.loads(metadata["optimizer"])
+    optimizer["param_groups"] = []
+    metadata["optimizer"] = json.dumps(optimizer)
+
+
+def bad_rng(tensors, metadata):
+    tensors["rng.cpu"] = torch.zeros(3, dtype=torch.float32)
+
+
+def bad_moment_shape(tensors, metadata):
+    name = next(k for k in tensors if k.endswith(".exp_avg"))
+    tensors[name] = torch.zeros(2, 2)
+
+
+TRANSLATE, RESUME = ["translate", "a dog"], [*TRAIN[:3], "--max-steps", "6", *TRAIN[5:]]
+ALTERED = {  # what is changed -> (the change, the command that reads it, a word of the message)
+    "d_model a string": (edit_config("model", "d_model", "128"), TRANSLATE, "d_model must be an integer"),
+    "d_model negative": (edit_config("model", "d_model", -128), TRANSLATE, "d_model must be between"),
+    "n_heads 0": (edit_config("model", "n_heads", 0), TRANSLATE, "n_heads must be between"),
+    "n_heads 3": (edit_config("model", "n_heads", 3), TRANSLATE, "multiple of n_heads"),
+    "dropout NaN": (edit_config("model", "dropout", float("nan")), TRANSLATE, "dropout must be finite"),
+    "max_positions 1e12": (edit_config("model", "max_positions", 10**12), TRANSLATE, "max_positions"),
+    "vocab_size a string": (edit_config("model", "vocab_size", "8000"), TRANSLATE, "vocab_size must be"),
+    "nested 100k deep": (deep_nesting, TRANSLATE, "not a valid run config"),
+    "train lr a string": (edit_config("train", "lr", "fast"), RESUME, "lr must be a number"),
+    "train epochs -1": (edit_config("train", "max_tokens", -1), RESUME, "max_tokens must be between"),
+    "weights int32": (edit_tensors(ckpt.BEST, lying_dtype), TRANSLATE, "torch.int32, not torch.float32"),
+    "weights NaN": (edit_tensors(ckpt.BEST, nan_weights), TRANSLATE, "NaN or infinite"),
+    "state step a string": (edit_tensors(ckpt.LAST, state_json("step", "4")), RESUME, "step is not a number"),
+    "state step negative": (edit_tensors(ckpt.LAST, state_json("step", -4)), RESUME, "step is negative"),
+    "state unknown key": (edit_tensors(ckpt.LAST, state_json("mood", 1)), RESUME, "does not know"),
+    "optimizer groups": (edit_tensors(ckpt.LAST, no_param_groups), RESUME, "does not fit this model"),
+    "rng state": (edit_tensors(ckpt.LAST, bad_rng), RESUME, "does not fit this model"),
+    "moment shapes": (edit_tensors(ckpt.LAST, bad_moment_shape), RESUME, "does not fit this model"),
+}
+
+
+@pytest.mark.parametrize("what", ALTERED)
+def test_an_altered_run_directory_is_one_line(what, tiny_run, tmp_path):
+    change, command, message = ALTERED[what]
+    run, data = altered_copy(tiny_run, tmp_path, change)
+    result = run_process([*command, "--run", run, *(["--data-dir", data] if command is RESUME else [])])
+    assert result.code == 2 and message in result.err, result.err
+    assert len(result.err.strip().splitlines()) == 1 and "Traceback" not in result.err
+
+
+def corrupt_gzip(folder):
+    (folder / "train.en.gz").write_bytes(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage bytes")
+
+
+@pytest.mark.parametrize("command", ["train", "tokenize"])
+def test_a_corrupted_gzip_corpus_is_one_line(command, tmp_path):
+    data = write_multi30k(tmp_path / "corpus", {"train": 20, "val": 4})
+    corrupt_gzip(data)
+    args = TRAIN if command == "train" else ["tokenize", "--vocab-size", "60"]
+    result = run_process([*args, "--data-dir", data, "--run", tmp_path / "run"])
+    assert result.code == 2 and "train.en.gz: cannot read" in result.err, result.err
+    assert len(result.err.strip().splitlines()) == 1
+
+
+def test_braces_in_a_corpus_pattern_are_one_line(tmp_path):
+    result = run_process([*TRAIN, "--corpus", str(tmp_path / "{split}{0}.tsv"), "--run", tmp_path / "run"])
+    assert result.code == 2 and "no other braces" in result.err and len(result.err.splitlines()) == 1
+
+
+def cli_process(args, **kwargs):
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE} | kwargs
+    return subprocess.run([sys.executable, "-m", "seq2seq", *map(str, args)], timeout=120, **streams)
+
+
+def test_translate_with_standard_input_closed_is_one_line(tiny_run):
+    result = cli_process(["translate", "--run", tiny_run[0]], stdin=subprocess.DEVNULL, close_fds=True)
+    closed = subprocess.run(
+        f"{sys.executable} -m seq2seq translate --run {tiny_run[0]} <&-", shell=True, capture_output=True
+    )
+    assert result.returncode == 0  # an empty stdin is no error: nothing in, nothing out
+    assert closed.returncode == 2 and b"standard input is closed" in closed.stderr, closed.stderr
+    assert len(closed.stderr.splitlines()) == 1
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["tokenize", "--run", "RUN", "café"], ["evaluate", "--run", "RUN", "--data-dir", "DATA"]],
+    ids=["help", "tokenize", "evaluate"],
+)
+def test_a_full_disk_on_standard_output_is_one_line(args, tiny_run):
+    run, data = tiny_run
+    args = [{"RUN": run, "DATA": data}.get(a, a) for a in args]
+    if args[0] == "evaluate":
+        write_multi30k(data, {"test_2016_flickr": 4})
+    with open("/dev/full", "w") as full:
+        result = cli_process(args, stdout=full)
+    assert result.returncode == 2 and b"No space left on device" in result.stderr, result.stderr
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_text_reaches_an_ascii_standard_output_as_utf8(tiny_run):
+    result = cli_process(
+        ["tokenize", "--run", tiny_run[0], "café"], env={**os.environ, "PYTHONIOENCODING": "ascii"}
+    )
+    assert result.returncode == 0 and "text:   café" in result.stdout.decode("utf-8"), result.stderr
+
+
+def test_nbest_gives_a_line_for_a_blank_input_line(tiny_run):
+    result = run_process(["translate", "--run", tiny_run[0], "--beam", "2", "--nbest", "2", "--max-len", "3"],
+                         stdin=b"a dog\n\nthe cat\n")  # fmt: skip
+    numbers = [line.split(" ||| ")[0] for line in result.out.splitlines()]
+    assert result.code == 0 and numbers == ["0", "0", "1", "2", "2"], result.out
