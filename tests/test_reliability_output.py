@@ -116,6 +116,20 @@ def test_the_output_is_never_the_input(run, cli, tmp_path, command, spelling):
     assert source.read_bytes() == before
 
 
+def test_the_output_is_never_the_file_stdin_reads(run, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("a dog runs\n")
+    with open(source, "rb") as stdin:
+        proc = subprocess.run(
+            [sys.executable, "-m", "seq2seq", "translate", "--run", str(run), "--output", str(source)],
+            stdin=stdin,
+            capture_output=True,
+            timeout=120,
+        )
+    assert proc.returncode == 2 and b"is also an input (standard input)" in proc.stderr, proc.stderr
+    assert source.read_text() == "a dog runs\n"
+
+
 def test_a_min_len_above_the_models_limit_is_said(run, cli):
     result = cli("translate", "--run", run, "--greedy", "--min-len", "500", "a dog")
     limit = 63  # tiny_model's max_positions - 1

@@ -124,14 +124,14 @@ def arguments(texts: list[str]) -> list[str]:
     return out
 
 
-def check_not_input(output: Path | None, *inputs: Path | None) -> None:
-    """Refuse an output that is one of the inputs, however it is spelled (another path, a link) and
-    also when standard input is redirected from it: writing it would destroy what is still to be
-    read. Checked before any work."""
+def check_not_input(output: Path | None, *inputs: Path | None, stdin: bool = False) -> None:
+    """Refuse an output that is one of the inputs, however it is spelled (another path, a link), or
+    (`stdin`: the lines come from standard input) the file standard input is redirected from:
+    writing it would destroy what is still to be read. Checked before any work."""
     if output is None or not _is_regular(output):
         return
     same = [str(p) for p in inputs if p is not None and _is_regular(p) and os.path.samefile(output, p)]
-    if not same and _has_fd(sys.stdin):
+    if not same and stdin and _has_fd(sys.stdin):
         stdin = os.fstat(sys.stdin.fileno())
         if stat.S_ISREG(stdin.st_mode) and os.path.samestat(stdin, os.stat(output)):
             same = ["standard input"]

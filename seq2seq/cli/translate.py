@@ -83,7 +83,7 @@ def translate(
     )
     options.check()
     check_precision(quantize, bf16)
-    check_not_input(output, input)
+    check_not_input(output, input, stdin=input is None and not text)
     texts = arguments(text) if text else None
     live = texts is None and input is None and sys.stdin.isatty()
     progress = output is not None and not live
