@@ -1,10 +1,18 @@
-"""Atomic writes: a reader (or a resumed run) sees the old file or folder or the new one, never half."""
+"""Atomic writes: a reader (or a resumed run) sees the old file or folder or the new one, never half.
+A rename replaces whatever held the name, a symbolic link included, and never writes through it;
+a file that must be opened in place (a lock, an appended log) goes through `open_no_follow`."""
 
+import errno
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+from seq2seq.errors import Seq2SeqError
+
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)  # 0 where the OS has none (Windows)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -19,11 +27,11 @@ def write_with(path: Path, writer: Callable[[Path], object]) -> None:
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     tmp = Path(name)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; give it a normal file's mode
     try:
         writer(tmp)
+        # every file of a run gets a file's usual mode (0666 less the umask), on purpose: mkstemp,
+        # and safetensors (which writes a temporary of its own), make it private
+        os.chmod(tmp, 0o666 & ~_umask())
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -39,9 +47,7 @@ def write_dir(path: Path, writer: Callable[[Path], object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; give it a normal folder's mode
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; give it a normal folder's mode
         writer(tmp)
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
@@ -51,3 +57,38 @@ def write_dir(path: Path, writer: Callable[[Path], object]) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def open_no_follow(path: Path, flags: int, mode: int = 0o666) -> int:
+    """`os.open` for a file of a run directory, which may come from someone else: a symbolic link
+    there is refused, never followed (O_NOFOLLOW; writing through it would write outside the run,
+    and a dangling one would create its target), and so is anything but a regular file (a FIFO
+    would hang the writer: O_NONBLOCK, which changes nothing for a regular file). Returns the
+    descriptor; other OS errors are the caller's to word."""
+    path = Path(path)
+    if not NO_FOLLOW and path.is_symlink():  # no O_NOFOLLOW (Windows): ask first
+        raise _link_error(path)
+    try:
+        fd = os.open(path, flags | NO_FOLLOW | getattr(os, "O_NONBLOCK", 0), mode)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EMLINK) or path.is_symlink():  # EMLINK: the BSDs' word
+            raise _link_error(path) from None
+        if e.errno == errno.ENXIO:  # a FIFO no one reads
+            raise Seq2SeqError(f"{path} is not a regular file; remove it") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Seq2SeqError(f"{path} is not a regular file; remove it")
+    return fd
+
+
+def _link_error(path: Path) -> Seq2SeqError:
+    return Seq2SeqError(
+        f"{path} is a symbolic link; a run directory holds its own files, never links to others: remove it"
+    )
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask

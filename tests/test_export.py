@@ -2,6 +2,7 @@
 score. Skips without the `ct2` extra (CI installs it)."""
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -108,3 +109,31 @@ def test_an_rnn_run_is_not_supported(tmp_path, capsys, monkeypatch):
     result = run_cli(["export", "--run", run, tmp_path / "out"], capsys, monkeypatch)
     assert result.code == 2 and "supports Transformers only" in result.err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("to", ["ctranslate2", "huggingface"])
+@pytest.mark.parametrize(
+    "run,out",
+    [
+        ("v", "v"),  # the issue's `export --run v v --force`
+        ("p/run", "p"),  # replacing p would delete the run inside it
+        ("p/run", "p/run/model"),  # the export would land inside the run
+        ("p/run", "p/../p/run"),  # another spelling of the run
+        ("p/run", "link"),  # a symbolic link to the run
+    ],
+)
+def test_an_export_never_replaces_or_enters_its_run(run_dir, tmp_path, capsys, monkeypatch, to, run, out):
+    if to == "huggingface":
+        pytest.importorskip("transformers")
+    monkeypatch.chdir(tmp_path)  # relative paths, as a user types them
+    shutil.copytree(run_dir, run)
+    (tmp_path / "link").symlink_to(tmp_path / run)
+    before = _tree(tmp_path / run)
+    result = run_cli(["export", "--run", run, "--to", to, "--force", out], capsys, monkeypatch)
+    assert result.code == 2 and "is, holds or lies inside the run" in result.err, result.err
+    assert len(result.err.strip().splitlines()) == 1
+    assert _tree(tmp_path / run) == before  # every file of the run still there, unchanged
+
+
+def _tree(folder) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}

@@ -41,10 +41,11 @@ def test_a_second_writer_is_refused_naming_the_holder(cli, corpus_dir, tmp_path,
     run = tmp_path / "run"
     with run_lock(run):
         result = cli(*command, "--data-dir", corpus_dir, "--run", run)
+        assert sorted(p.name for p in run.iterdir()) == [".lock"]  # nothing written, nothing removed
     assert result.code == 2
     assert f"is being written by another seq2seq (pid {os.getpid()})" in result.err
     assert len(result.err.splitlines()) == 1
-    assert sorted(p.name for p in run.iterdir()) == [".lock"]  # nothing written, nothing removed
+    assert not run.exists()  # the holder made it and wrote nothing: it leaves nothing either
 
 
 def test_readers_work_while_a_writer_holds_the_run(cli, tmp_path):

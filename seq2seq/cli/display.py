@@ -16,9 +16,19 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from seq2seq.cli.io import ReaderLeft
 from seq2seq.training.reporter import Reporter
 
-out = Console()
+
+class Stdout(Console):
+    """Standard output: a reader that leaves (`seq2seq evaluate ... | head`) ends the command
+    quietly, as it does for translate (rich's own answer is exit 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise ReaderLeft
+
+
+out = Stdout()
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

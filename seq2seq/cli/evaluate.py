@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.cli import display
-from seq2seq.cli.io import one_line, read_lines, write_lines
+from seq2seq.cli.io import check_not_input, one_line, read_lines, write_lines
 from seq2seq.cli.options import (
     BATCH_SIZE,
     BEAM,
@@ -70,6 +70,7 @@ def evaluate(
         raise typer.BadParameter(f"{paired!r} is not one of {', '.join(TESTS)}", param_hint="--paired")
     if (source is None) != (reference is None):
         raise typer.BadParameter("--source and --reference go together", param_hint="--source")
+    check_not_input(output, source, reference, baseline)
     if source is not None:
         sources, references = read_lines(source), read_lines(reference)
         if len(sources) != len(references):
@@ -105,7 +106,7 @@ def evaluate(
         comparison = compare(result.hypotheses, baseline_lines, [t for _, t in pairs], paired, resamples)
         report["paired_test"] = paired_report(comparison, str(baseline or baseline_run))
     if as_json:
-        print(json.dumps(report))
+        write_lines([json.dumps(report)], None)
     else:
         display.scores(report)
 

@@ -1,5 +1,6 @@
 """`seq2seq tokenize` and `seq2seq train`: the commands that build a run."""
 
+import math
 import signal
 from pathlib import Path
 
@@ -45,6 +46,14 @@ def tokenize(
     )
 
 
+def finite(value: float | None) -> float | None:
+    """The check a number option's range cannot make: inf passes `min=`, and nan every bound
+    (defined here, before the options of `train` that use it)."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
 def train(
     ctx: typer.Context,
     data_dir: str | None = DATA_DIR,
@@ -61,15 +70,17 @@ def train(
         None, min=1, help="Epochs at most [default: 10, or no limit with --max-minutes]."
     ),
     max_steps: int | None = typer.Option(None, min=1, help="Optimizer steps at most."),
-    max_minutes: float | None = typer.Option(None, min=0.01, help="Wall-clock budget, minutes."),
+    max_minutes: float | None = typer.Option(
+        None, min=0.01, callback=finite, help="Wall-clock budget, minutes."
+    ),
     max_tokens: int = typer.Option(3072, min=16, help="Batch size in pieces."),
-    lr: float = typer.Option(1e-3, min=0.0, help="Peak learning rate."),
+    lr: float = typer.Option(1e-3, min=0.0, callback=finite, help="Peak learning rate."),
     warmup: int = typer.Option(800, min=1, help="Warmup steps."),
-    dropout: float = typer.Option(0.1, min=0.0, max=0.9, help="Dropout."),
+    dropout: float = typer.Option(0.1, min=0.0, max=0.9, callback=finite, help="Dropout."),
     vocab_size: int = typer.Option(8000, min=8, help="Vocabulary size, if the run has no tokenizer."),
     patience: int = typer.Option(5, min=1, help="Validations without improvement before stopping."),
     save_every_minutes: float = typer.Option(
-        5.0, min=0.0, help="Save the training state this often, besides each validation."
+        5.0, min=0.0, callback=finite, help="Save the training state this often, besides each validation."
     ),
     device: str = DEVICE,
     seed: int = typer.Option(1, help="Random seed."),

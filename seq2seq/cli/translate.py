@@ -11,6 +11,7 @@ from seq2seq.cli import display
 from seq2seq.cli.io import (
     LineWriter,
     arguments,
+    check_not_input,
     count_lines,
     line_groups,
     numbered,
@@ -60,7 +61,7 @@ def translate(
 ):
     """Translate sentences: exactly one output line per input line, in order. From a terminal with
     no TEXT or --input: a prompt, a translation per line entered (an empty line or Ctrl-D ends)."""
-    from seq2seq.decoding.search import DecodeOptions
+    from seq2seq.decoding.search import DecodeOptions, length_notices
     from seq2seq.training.checkpoint import load_run
 
     views = Views(show_attention, attention_png, layer, head)
@@ -83,12 +84,15 @@ def translate(
     )
     options.check()
     check_precision(quantize, bf16)
+    check_not_input(output, input, stdin=input is None and not text)
     texts = arguments(text) if text else None
     live = texts is None and input is None and stdin_is_terminal()
     progress = output is not None and not live
     total = len(texts) if texts else count_lines(input) if input and progress else None
     with LineWriter(output) as writer:
         model, tokenizer = load_run(run_dir(run), device, quantize=quantize)
+        for notice in length_notices(model, options):
+            display.warn(notice)
         if live:
             groups = prompted_lines()
         else:

@@ -241,7 +241,8 @@ def _load_file(path: Path, src: str, tgt: str) -> list[Pair]:
     try:
         ds = import_datasets().load_dataset(builder, data_files={"data": str(path)}, split="data")
     except Exception as e:  # datasets wraps every parse failure in its own exception types
-        raise Seq2SeqError(f"{path}: cannot load ({first_line(e)})") from None
+        reason = e.__cause__ or e  # datasets' own wrapper says only "an error occurred"
+        raise Seq2SeqError(f"{path}: cannot load ({first_line(reason)})") from None
     return _translation_pairs(ds, str(path), src, tgt)
 
 
@@ -290,9 +291,10 @@ def _translation_pairs(ds, where: str, src: str, tgt: str) -> list[Pair]:
 
 
 def import_datasets():
-    """Import `datasets` lazily (it costs a second) and keep its progress bars off our screen."""
+    """Import `datasets` lazily (it costs a second) and keep its progress bars and logs off our
+    screen: it logs an error before raising it, and each of its errors becomes our one line."""
     import datasets
 
     datasets.disable_progress_bars()
-    datasets.logging.set_verbosity_error()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)
     return datasets

@@ -75,6 +75,7 @@ def build_if_missing(
     only on a miss) when absent. Sets of other keys are removed: they belong to a corpus or
     tokenizer the run no longer uses."""
     root = Path(run_dir) / FOLDER
+    _remove_links(root)
     target = root / f"train-{key}"
     if not (target / REPORT).is_file():
         _remove_others(root, keep=None)
@@ -174,6 +175,18 @@ class Encoder:
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_sp": None}
+
+
+def _remove_links(root: Path) -> None:
+    """A run from elsewhere may hold a link (or a file) where the sets go, or links among them.
+    They are a cache: remove the links themselves, never follow them (building or cleaning up
+    through one would write, or delete, outside the run)."""
+    if root.is_symlink() or root.is_file():
+        root.unlink()
+    elif root.is_dir():
+        for entry in root.iterdir():
+            if entry.is_symlink():
+                entry.unlink()
 
 
 def _remove_others(root: Path, keep: str | None) -> None:

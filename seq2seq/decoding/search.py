@@ -100,7 +100,7 @@ def source_ids(model: Seq2SeqModel, tokenizer, lines: list[str]) -> tuple[list[l
 
 def search(model: Seq2SeqModel, src: Tensor, options: DecodeOptions) -> list[list[Hypothesis]]:
     """Greedy when the beam is 1 (same result as beam_search, cheaper), beam search otherwise."""
-    max_lens = max_lengths(src, options, model.cfg.max_positions - 1)
+    max_lens = max_lengths(src, options, output_limit(model))
     if options.beam == 1:
         return [
             [h]
@@ -254,6 +254,23 @@ MAX_LENGTH_PENALTY = 10.0
 def penalty(length: int, alpha: float) -> float:
     """GNMT length penalty (Wu et al. 2016); alpha 0 ranks by raw log-probability."""
     return ((5 + length) / 6) ** alpha
+
+
+def output_limit(model: Seq2SeqModel) -> int:
+    """The most pieces the model can put out (its positions, less the one BOS takes)."""
+    return model.cfg.max_positions - 1
+
+
+def length_notices(model: Seq2SeqModel, options: DecodeOptions) -> list[str]:
+    """What `max_lengths` changes in the asked lengths to fit the model, for the caller to say:
+    asking for more than the model can give is not an error, but it is not done either."""
+    limit, notices = output_limit(model), []
+    for name, value in (("min-len", options.min_len), ("max-len", options.max_len)):
+        if value is not None and value > limit:
+            notices.append(
+                f"{name} {value} is above the model's longest output ({limit} pieces); {limit} is used"
+            )
+    return notices
 
 
 def max_lengths(src: Tensor, options: DecodeOptions, limit: int) -> Tensor:

@@ -208,10 +208,12 @@ def _optimizer_state(optim_json: dict, tensors: dict, optimizer) -> dict:
 
 
 def remove_stale_temporaries(run_dir: Path) -> None:
-    """Delete half-written temporary files a killed run left behind (never a finished file)."""
+    """Delete half-written temporary files a killed run left behind (never a finished file, nor
+    a folder or a link's target: a run from elsewhere may hold anything under such a name)."""
     if Path(run_dir).is_dir():
         for tmp in Path(run_dir).glob(".*.tmp"):
-            tmp.unlink(missing_ok=True)
+            if tmp.is_symlink() or tmp.is_file():
+                tmp.unlink(missing_ok=True)
 
 
 def append_metrics(run_dir: Path, row: dict) -> None:

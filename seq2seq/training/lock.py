@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from seq2seq.atomic import open_no_follow
 from seq2seq.errors import Seq2SeqError
 
 LOCK = ".lock"
@@ -16,33 +17,59 @@ LOCK = ".lock"
 @contextmanager
 def run_lock(run_dir: Path) -> Iterator[None]:
     """Hold the run directory's lock (creating the directory), or fail at once naming the holder.
-    Also where a directory we cannot write is found: before any corpus is read or tokenizer trained."""
+    Also where a directory we cannot write is found: before any corpus is read or tokenizer trained.
+    A `.lock` that is a link is refused, never followed. A directory this call made and that holds
+    only the lock when it ends (the command failed before writing anything) is removed."""
     try:
         import fcntl
     except ImportError:  # Windows: no flock; one writer stays the user's care there
         yield
         return
     run_dir = Path(run_dir)
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as e:
-        raise Seq2SeqError(f"cannot write in {run_dir}: {e.strerror}") from None
+    made = [p for p in (run_dir, *run_dir.parents) if not p.exists()]  # deepest first
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise Seq2SeqError(
-                f"{run_dir} is being written by another seq2seq (pid {holder}); "
-                "wait for it to finish or use another --run"
-            ) from None
-        except OSError as e:  # a filesystem without locks (some NFS and FUSE mounts)
-            raise Seq2SeqError(
-                f"cannot lock {run_dir} ({e.strerror}); use a --run directory on a local disk"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
+            run_dir.mkdir(parents=True, exist_ok=True)
+            fd = open_no_follow(run_dir / LOCK, os.O_RDWR | os.O_CREAT)
+        except OSError as e:
+            raise Seq2SeqError(f"cannot write in {run_dir}: {e.strerror}") from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                raise Seq2SeqError(
+                    f"{run_dir} is being written by another seq2seq (pid {holder}); "
+                    "wait for it to finish or use another --run"
+                ) from None
+            except OSError as e:  # a filesystem without locks (some NFS and FUSE mounts)
+                raise Seq2SeqError(
+                    f"cannot lock {run_dir} ({e.strerror}); use a --run directory on a local disk"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            try:
+                yield
+            finally:
+                if made and _holds_only_the_lock(run_dir):
+                    (run_dir / LOCK).unlink()  # while still held: no one can have taken it
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
     finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        _remove_empty(made)
+
+
+def _holds_only_the_lock(run_dir: Path) -> bool:
+    try:
+        return [p.name for p in run_dir.iterdir()] == [LOCK]
+    except OSError:
+        return False
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders a failed command made, deepest first, as long as they are empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
