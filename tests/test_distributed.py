@@ -138,8 +138,13 @@ def test_training_and_decoding_on_cuda(tmp_path, corpus_dir):
     gpu_model, tokenizer = load_run(run, device="cuda")
     cpu_model, _ = load_run(run, device="cpu")
     lines = ["a dog runs", "two men sit"]
-    options = DecodeOptions(beam=1)
-    assert translate(gpu_model, tokenizer, lines, options) == translate(cpu_model, tokenizer, lines, options)
+    for options in (DecodeOptions(beam=1), DecodeOptions(beam=4, nbest=4)):
+        on_gpu, on_cpu = (translate(m, tokenizer, lines, options) for m in (gpu_model, cpu_model))
+        assert on_gpu.best == on_cpu.best and on_gpu.tokens == on_cpu.tokens  # the same words
+        gpu_scores = [s for hyps in on_gpu.nbest for _, s in hyps]  # to float precision: other kernels
+        assert gpu_scores == pytest.approx([s for hyps in on_cpu.nbest for _, s in hyps], abs=1e-4)
+    with_bf16 = translate(gpu_model, tokenizer, lines, DecodeOptions(beam=4, bf16=True))
+    assert len(with_bf16.best) == len(with_bf16.tokens) == len(lines)  # bf16 autocast decodes on CUDA
 
 
 def children(pid: int) -> list[int]:
