@@ -100,7 +100,7 @@ def test_two_processes_train_one_run_stop_together_and_it_translates_and_resumes
     assert "x 2 processes (gloo)" in out and "interrupted at step" in out
     assert json.loads((run / CONFIG).read_text())["train"]["world_size"] == 2
     steps = [row["step"] for row in read_metrics(run)]
-    assert steps == sorted(set(steps)) and len(steps) >= 2  # each validation written once
+    assert steps == sorted(set(steps)) and len(steps) >= 1  # each validation written once
     stopped = saved_step(run)  # saved where all of them stopped; the stop validates nothing
     assert stopped >= steps[-1] and f"interrupted at step {stopped}" in out
 
