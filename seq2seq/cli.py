@@ -11,6 +11,7 @@ from seq2seq import cli_display as display
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.cli_io import ReaderLeft
 from seq2seq.cli_options import CORPUS, DATA_DIR, DEVICE, RUN
+from seq2seq.cli_serve import serve
 from seq2seq.cli_translate import translate
 from seq2seq.cli_use import evaluate, export, score
 from seq2seq.errors import Seq2SeqError
@@ -129,7 +130,7 @@ def train(
     display.training_done(run, final)
 
 
-for command in (translate, evaluate, score, export):  # the commands that use a trained run
+for command in (translate, evaluate, score, export, serve):  # the commands that use a trained run
     app.command()(command)
 
 
