@@ -12,9 +12,9 @@
     cross: "Cross-attention",
   };
   const AXES = { // what a row (query) and a column (key) are
-    encoder: "row: a source piece · column: the source piece it attends to",
-    decoder: "row: the position producing a piece · column: the decoder input it attends to",
-    cross: "row: the position producing a piece · column: the source piece it attends to",
+    encoder: "Each source piece (row) over the source (columns).",
+    decoder: "Each output position (row) over the decoder's inputs so far (columns).",
+    cross: "Each output piece (row) over the source (columns).",
   };
   const LIT = 0.5; // a piece lights up when it holds at least half of the strongest weight
 
@@ -32,10 +32,13 @@
   const round = (w) => Math.round(w * 1e4) / 1e4;
   const percent = (w) => (100 * w).toFixed(w >= 0.1 ? 0 : 1) + "%";
 
-  // A weight in [0, 1] as a colour from near-white to deep blue.
+  // A weight in [0, 1] as a colour: ColorBrewer's "Blues", from near-white to deep blue, linear
+  // between its stops (explorer.css draws the same ramp in the legend).
+  const RAMP = [[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]];
   function shade(w) {
-    const low = [247, 250, 253], high = [8, 48, 107];
-    const mix = low.map((c, i) => Math.round(c + (high[i] - c) * w));
+    const x = Math.min(Math.max(w, 0), 1) * (RAMP.length - 1);
+    const i = Math.min(Math.floor(x), RAMP.length - 2);
+    const mix = RAMP[i].map((c, k) => Math.round(c + (RAMP[i + 1][k] - c) * (x - i)));
     return `rgb(${mix.join(",")})`;
   }
 
@@ -226,7 +229,7 @@
       const w = values[j];
       piece.dataset.weight = w;
       piece.style.background = shade(w); // the panels' colour scale: one colour, one weight
-      piece.classList.toggle("dark", w > 0.45);
+      piece.classList.toggle("dark", w > 0.6);
       piece.querySelector(".value").textContent = percent(w);
       if (top > 0 && w >= LIT * top) piece.classList.add("lit");
     });
