@@ -18,8 +18,11 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import astuple, dataclass, replace
 
+from seq2seq.allocator import release_freed_memory
 from seq2seq.attention import attention_batch
 from seq2seq.decode import DecodeOptions, Translations, source_ids, translate
+
+IDLE_SECONDS = 1.0
 
 
 @dataclass
@@ -89,7 +92,7 @@ class Batcher:
     def _collect(self) -> tuple[list[Job], bool]:
         """The next batch: the oldest job, then more until `max_batch` sentences or its deadline.
         True with it when the stop sentinel was reached (everything before it is in the batch)."""
-        first = self.held or self.queue.get()
+        first = self.held or self._next()
         self.held = None
         if first is None:
             return [], True
@@ -108,6 +111,15 @@ class Batcher:
             jobs.append(job)
             size += len(job.lines)
         return jobs, False
+
+    def _next(self) -> Job | None:
+        """The next job from the queue. The process keeps freed memory for reuse while it works
+        (allocator.py); once no request has come for IDLE_SECONDS, it gives it back to the system."""
+        try:
+            return self.queue.get(timeout=IDLE_SECONDS)
+        except queue.Empty:
+            release_freed_memory()
+            return self.queue.get()
 
     def _run(self, jobs: list[Job]) -> None:
         """One model call for jobs of equal options; each job gets its own slice of the result
