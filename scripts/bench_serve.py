@@ -24,6 +24,7 @@ import threading
 import time
 from pathlib import Path
 
+import torch
 from machine import cpu  # this folder is on the path when a script runs
 
 from seq2seq.checkpoint import load_run
@@ -32,10 +33,13 @@ from seq2seq.decode import DecodeOptions, translate
 
 def main() -> None:
     args = parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     lines = read_sentences(args.data_dir, args.split, args.sentences)
     reference, file_rate = file_throughput(args, lines)
     print(f"CPU: {cpu()}")
-    print(f"{len(lines)} sentences of {args.split}, beam {args.beam}, run {args.run}")
+    threads = f"{torch.get_num_threads()} torch threads"
+    print(f"{len(lines)} sentences of {args.split}, beam {args.beam}, {threads}, run {args.run}")
     print(f"server: --max-batch {args.max_batch} --max-wait-ms {args.max_wait_ms}\n")
     print("| clients | sentences/s | p50 latency | p95 latency | of the file throughput |")
     print("|---:|---:|---:|---:|---:|")
@@ -78,9 +82,13 @@ class server:
             *("--beam", str(args.beam), "--max-batch", str(args.max_batch)),
             *("--max-wait-ms", str(args.max_wait_ms)),
         ]
+        self.threads = args.threads
 
     def __enter__(self) -> tuple[str, int]:
-        self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env = os.environ | ({"OMP_NUM_THREADS": str(self.threads)} if self.threads else {})
+        self.proc = subprocess.Popen(
+            self.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
         first = self.proc.stdout.readline()  # "serving RUN (...) at http://127.0.0.1:PORT ..."
         if " at " not in first:
             sys.exit(f"the server did not start: {self.proc.stderr.read()}")
@@ -151,6 +159,7 @@ def parse_args():
     p.add_argument("--max-batch", type=int, default=64)
     p.add_argument("--max-wait-ms", type=float, default=5.0)
     p.add_argument("--repeats", type=int, default=3, help="runs of the file reference (median)")
+    p.add_argument("--threads", type=int, help="torch threads, here and in the server [default: torch's]")
     return p.parse_args()
 
 
