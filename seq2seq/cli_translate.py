@@ -137,7 +137,15 @@ class Views:
     when a second line (or the end) arrives, so the first picture waits. --attention-html writes
     one explorer page holding every line, at the end."""
 
-    def __init__(self, heatmap: bool, path: Path | None, layer, head, html: Path | None = None, run=None):
+    def __init__(
+        self,
+        heatmap: bool,
+        path: Path | None,
+        layer: int | None,
+        head: int | None,
+        html: Path | None = None,
+        run: Path | None = None,
+    ):
         self.heatmap, self.path, self.layer, self.head = heatmap, path, layer, head
         self.html, self.run, self.pages = html, run, []
         self.wanted = heatmap or path is not None or html is not None
