@@ -13,6 +13,7 @@ from seq2seq.cli import display
 from seq2seq.cli.evaluate import evaluate, score
 from seq2seq.cli.export import export
 from seq2seq.cli.io import ReaderLeft
+from seq2seq.cli.serve import serve
 from seq2seq.cli.train import tokenize, train
 from seq2seq.cli.translate import translate
 from seq2seq.errors import Seq2SeqError
@@ -25,8 +26,9 @@ app = typer.Typer(
 
 
 # One rule for where a command goes: cli/<group>.py holds a group of commands as plain functions
-# (train.py: tokenize, train; translate.py; evaluate.py: evaluate, score; export.py), registered here.
-for command in (tokenize, train, translate, evaluate, score, export):
+# (train.py: tokenize, train; translate.py; evaluate.py: evaluate, score; export.py; serve.py),
+# registered here.
+for command in (tokenize, train, translate, evaluate, score, export, serve):
     app.command()(command)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.cli import display
+from seq2seq.cli.app import display
 from seq2seq.cli.io import (
     LineWriter,
     arguments,
@@ -56,6 +56,9 @@ def translate(
     attention_png: Path | None = typer.Option(
         None, "--attention-png", help="Draw all attention maps into FILE (several lines: FILE-<line>.png)."
     ),
+    attention_html: Path | None = typer.Option(
+        None, "--attention-html", help="The attention explorer of every line as one offline HTML file."
+    ),
     layer: int | None = typer.Option(None, "--layer", help="Layer of the maps, from 1 [default: last]."),
     head: int | None = typer.Option(None, "--head", help="Head of the maps, from 1 [default: their mean]."),
 ):
@@ -64,9 +67,9 @@ def translate(
     from seq2seq.decoding.search import DecodeOptions, length_notices
     from seq2seq.training.checkpoint import load_run
 
-    views = Views(show_attention, attention_png, layer, head)
+    views = Views(show_attention, attention_png, layer, head, attention_html, run)
     for name, value in (("--layer", layer), ("--head", head)):
-        if value is not None and not views.wanted:
+        if value is not None and not (show_attention or attention_png):
             raise typer.BadParameter("goes with --show-attention or --attention-png", param_hint=name)
     if attention_png is not None:
         from seq2seq.views import plots
@@ -145,14 +148,26 @@ def translate_group(model, tokenizer, lines, first, writer, options, views) -> N
 class Views:
     """--show-attention draws each line's map on stderr at once; --attention-png writes FILE for a
     single line, FILE-<line>.png for each when there are several. Which of the two is known only
-    when a second line (or the end) arrives, so the first picture waits."""
+    when a second line (or the end) arrives, so the first picture waits. --attention-html writes
+    one explorer page holding every line, at the end."""
 
-    def __init__(self, heatmap: bool, path: Path | None, layer: int | None, head: int | None):
+    def __init__(
+        self,
+        heatmap: bool,
+        path: Path | None,
+        layer: int | None,
+        head: int | None,
+        html: Path | None = None,
+        run: Path | None = None,
+    ):
         self.heatmap, self.path, self.layer, self.head = heatmap, path, layer, head
-        self.wanted = heatmap or path is not None
+        self.html, self.run, self.pages = html, run, []
+        self.wanted = heatmap or path is not None or html is not None
         self.first, self.several = None, False
 
     def show(self, number: int, maps) -> None:
+        if self.html is not None:
+            self.pages.append((number, maps))
         if self.heatmap:
             display.attention_heatmap(maps, self.layer, self.head)
         if self.path is None:
@@ -168,6 +183,10 @@ class Views:
     def finish(self) -> None:
         if self.first is not None and not self.several:
             self._draw(self.first[1], self.path)
+        if self.html is not None:
+            from seq2seq.views.explorer import write_html
+
+            write_html(self.pages, self.html, f"run {Path(self.run).name}")
 
     def _draw(self, maps, path: Path) -> None:
         from seq2seq.views import plots

@@ -1,0 +1,12 @@
+"""`seq2seq serve`: the model over HTTP (FastAPI + uvicorn, the optional extra `.[serve]`).
+
+    app.py      the FastAPI app: routes, request models, limits, errors as 4xx JSON
+    batcher.py  dynamic batching: one worker thread runs the model on concurrent requests together
+    server.py   uvicorn on a socket we bind ourselves, stopped gracefully by Ctrl-C or SIGTERM
+    info.py     what /info says about the run, and the check that the extra is installed
+
+Only app.py imports the web framework, only server.py imports uvicorn.
+
+May import: `seq2seq.views` (the explorer), `seq2seq.decoding`, `seq2seq.training.checkpoint` (the
+run's description), `seq2seq.models`, `seq2seq.data` and the shared small modules.
+"""

@@ -1,0 +1,253 @@
+"""The HTTP API of `seq2seq serve`: the only module that imports the web framework (FastAPI).
+
+    POST /translate   {"text": "..." or ["...", ...], beam, greedy, nbest, length_penalty, min_len, max_len}
+                      -> {"translations", "scores", "nbest", "truncated"}: what `seq2seq translate` prints
+    POST /attention   {"text": "...", "translation": optional (forced), decode options}
+                      -> every attention map of that sentence (seq2seq/views/explorer.py's JSON)
+    GET  /health, GET /info, GET / (the attention explorer), /docs and /openapi.json (FastAPI's own)
+
+Every bad request is answered 4xx with {"error": "one line"}, and the server keeps serving. Nothing
+in a request is ever a path: the run is the one loaded at start.
+"""
+
+import asyncio
+import codecs
+import json
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
+
+from seq2seq.decoding.search import MAX_LENGTH_PENALTY, DecodeOptions, Translations
+from seq2seq.errors import Seq2SeqError
+from seq2seq.serve.batcher import Batcher, Job
+from seq2seq.views.explorer import maps_json, page
+
+MAX_LINES = 256  # lines in one request
+MAX_CHARS = 1000  # characters in one line (the model reads at most max_positions pieces anyway)
+MAX_BEAM = 64  # a beam is memory: K hypotheses x the vocabulary at every step
+MAX_BODY = 2 << 20  # bytes: room for MAX_LINES x MAX_CHARS of any script, JSON-escaped
+
+
+class DecodeFields(BaseModel):
+    """How to decode; the defaults are `seq2seq translate`'s (the beam is the server's --beam)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    beam: int | None = Field(None, ge=1, description="Beam size [default: the server's --beam].")
+    greedy: bool = Field(False, description="Greedy search (beam 1).")
+    length_penalty: float = Field(1.0, ge=0, le=MAX_LENGTH_PENALTY, allow_inf_nan=False)
+    min_len: int = Field(0, ge=0, description="Output pieces at least.")
+    max_len: int | None = Field(None, ge=1, description="Output pieces at most [default: 1.5 x source + 10].")
+
+
+class TranslateRequest(DecodeFields):
+    text: str | list[str] = Field(description="One sentence, or a list of them (one line each).")
+    nbest: int = Field(1, ge=1, description="Hypotheses per line, best first (at most the beam).")
+
+
+class AttentionRequest(DecodeFields):
+    text: str = Field(description="One sentence.")
+    translation: str | None = Field(
+        None, description="A translation to explain (forced) instead of the model's."
+    )
+
+
+class Hypothesis(BaseModel):
+    text: str
+    score: float
+
+
+class TranslateResponse(BaseModel):
+    translations: list[str]
+    scores: list[float]  # the best hypothesis' score: log-probability / length penalty
+    nbest: list[list[Hypothesis]]
+    truncated: int  # lines longer than the model's longest source, cut to it
+
+
+def create_app(
+    model,
+    tokenizer,
+    run_info: dict,
+    *,
+    beam: int = 5,
+    max_batch: int = 64,
+    max_wait_ms: float = 5.0,
+    max_lines: int = MAX_LINES,
+    max_chars: int = MAX_CHARS,
+    on_batch=None,
+) -> FastAPI:
+    """The app serving one loaded run; its batcher's worker runs while the app is up."""
+    batcher = Batcher(model, tokenizer, max_batch, max_wait_ms, on_batch)
+    limits = {"max_lines": max_lines, "max_chars": max_chars, "max_beam": min(MAX_BEAM, tokenizer.vocab_size)}
+    info = run_info | {
+        "limits": limits,
+        "defaults": {"beam": beam},
+        "batching": {"max_batch": max_batch, "max_wait_ms": max_wait_ms},
+    }
+    explorer = page()
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        batcher.start()
+        yield
+        await asyncio.to_thread(batcher.stop)  # answers what is queued, then ends the worker
+
+    app = FastAPI(
+        title="seq2seq", summary="Translate, and see the attention of a translation.", lifespan=lifespan
+    )
+    app.add_middleware(BodyCheck, limit=MAX_BODY)
+    add_error_handlers(app)
+
+    def options(request: DecodeFields, nbest: int = 1) -> DecodeOptions:
+        chosen = DecodeOptions(
+            beam=1 if request.greedy else (request.beam or beam),
+            nbest=nbest,
+            length_penalty=request.length_penalty,
+            min_len=request.min_len,
+            max_len=request.max_len,
+        )
+        if chosen.beam > limits["max_beam"]:
+            raise Seq2SeqError(f"beam {chosen.beam} is above this server's limit of {limits['max_beam']}")
+        chosen.check()
+        return chosen
+
+    @app.post("/translate", response_model=TranslateResponse)
+    async def translate(request: TranslateRequest) -> dict:
+        """Translate one sentence or a list: the same output as `seq2seq translate` (n-best with scores)."""
+        lines = checked_lines(request.text, max_lines, max_chars)
+        job = Job("translate", lines, options(request, request.nbest))
+        result: Translations = await asyncio.wrap_future(batcher.submit(job))
+        return {
+            "translations": result.best,
+            "scores": [hyps[0][1] for hyps in result.nbest],
+            "nbest": [[{"text": t, "score": s} for t, s in hyps] for hyps in result.nbest],
+            "truncated": result.truncated,
+        }
+
+    @app.post("/attention", response_class=Response, responses={200: {"content": {"application/json": {}}}})
+    async def attention(request: AttentionRequest) -> Response:
+        """Every attention map of one sentence's translation (the model's own, or the given one)."""
+        lines = checked_lines(request.text, 1, max_chars)
+        forced = None if request.translation is None else checked_lines(request.translation, 1, max_chars)
+        job = Job("attention", lines, options(request), forced)
+        maps = (await asyncio.wrap_future(batcher.submit(job)))[0]
+        body = await asyncio.to_thread(lambda: json.dumps(maps_json(maps), ensure_ascii=False).encode())
+        return Response(body, media_type="application/json")
+
+    @app.get("/health")
+    async def health() -> dict:
+        """Up, and how many requests are waiting for the model or being decoded."""
+        return {"status": "ok", "pending": batcher.pending}
+
+    @app.get("/info")
+    async def about() -> dict:
+        """The run (architecture, languages, shape, vocabulary, validation BLEU) and this server's limits."""
+        return info
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def explorer_page() -> str:
+        return explorer
+
+    return app
+
+
+def checked_lines(text: str | list[str], max_lines: int, max_chars: int) -> list[str]:
+    """The request's lines, each a sentence: none blank, none holding a line break, within limits."""
+    lines = [text] if isinstance(text, str) else text
+    if not lines:
+        raise Seq2SeqError("text is an empty list")
+    if len(lines) > max_lines:
+        raise HTTPException(413, f"{len(lines)} lines is above this server's limit of {max_lines} a request")
+    for number, line in enumerate(lines, start=1):
+        where = "text" if isinstance(text, str) else f"line {number}"
+        if len(line) > max_chars:
+            raise HTTPException(413, f"{where} has {len(line)} characters, above the limit of {max_chars}")
+        if not line.strip():
+            raise Seq2SeqError(f"{where} is empty")
+        if "\n" in line or "\r" in line:
+            raise Seq2SeqError(f"{where} holds a line break; send one sentence per line (a list of lines)")
+    return lines
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Every error as {"error": "one line"}: 4xx for the request's fault, 500 (no traceback) for ours."""
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_request, error: RequestValidationError) -> JSONResponse:
+        if isinstance(error.body, bytes):  # FastAPI reads a body as JSON only when the request says it is
+            return failure(415, "send the body as JSON, with the header Content-Type: application/json")
+        problems = error.errors()
+        status = 400 if problems and problems[0]["type"] == "json_invalid" else 422
+        return failure(status, describe(problems))
+
+    @app.exception_handler(HTTPException)
+    async def refused(_request, error: HTTPException) -> JSONResponse:
+        return failure(error.status_code, str(error.detail), error.headers)
+
+    @app.exception_handler(Seq2SeqError)
+    async def bad_input(_request, error: Seq2SeqError) -> JSONResponse:
+        return failure(422, str(error))
+
+    @app.exception_handler(Exception)
+    async def bug(_request, error: Exception) -> JSONResponse:  # logged by the server, never sent
+        return failure(500, f"internal error ({type(error).__name__}); the server keeps serving")
+
+
+def failure(status: int, message: str, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse({"error": " ".join(message.split())}, status, headers)
+
+
+def describe(problems: list[dict]) -> str:
+    """Pydantic's list of problems as one line, the first one in words."""
+    if not problems:
+        return "invalid request"
+    first = problems[0]
+    kind, where = first["type"], [str(p) for p in first["loc"][1:]]
+    field = where[0] if where else None
+    if kind == "json_invalid":
+        text = f"invalid JSON: {first.get('ctx', {}).get('error', first['msg'])}"
+    elif kind == "extra_forbidden":
+        text = f"unknown field {field!r}"
+    elif kind == "missing":
+        text = f"missing field {field!r}" if field else "the request needs a JSON body"
+    elif field is None:
+        text = f"the body must be a JSON object ({first['msg']})"
+    else:
+        text = f"{field}: {first['msg']}"
+    more = len({p["loc"][:2] for p in problems}) - 1
+    return text + (f" (and {more} more)" if more > 0 else "")
+
+
+class BodyCheck:
+    """ASGI middleware: a body larger than `limit` bytes is refused (413) while it is read, before
+    it fills memory, and a body that is not UTF-8 gets a 400 that says so."""
+
+    def __init__(self, app, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        size, utf8 = 0, codecs.getincrementaldecoder("utf-8")()
+
+        async def checked_receive():
+            nonlocal size
+            message = await receive()
+            if message["type"] == "http.request":
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.limit:
+                    raise HTTPException(
+                        413, f"the request body is above this server's limit of {self.limit} bytes"
+                    )
+                try:
+                    utf8.decode(chunk, final=not message.get("more_body", False))
+                except UnicodeDecodeError:
+                    raise HTTPException(400, "the request body is not valid UTF-8") from None
+            return message
+
+        await self.app(scope, checked_receive, send)

@@ -1,0 +1,173 @@
+"""Dynamic batching: requests from many clients meet in one queue, and ONE worker thread runs the
+model on them together, so N concurrent one-line requests cost about one batched decode, not N.
+
+The worker takes the oldest request, then keeps collecting until it holds `max_batch` sentences or
+`max_wait_ms` have passed since that request arrived (requests that queued while the model was
+busy have waited long enough already: they go at once). What it collected is split into groups of
+identical decode options, and each group is one call of the library's `translate` (or
+`attention_batch`): the same code path as `seq2seq translate`, so the same output.
+
+Answers go back through `concurrent.futures.Future`s, which the event loop awaits without ever
+blocking on the model. The model is touched by the worker thread alone.
+"""
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import astuple, dataclass, replace
+
+from seq2seq.allocator import release_freed_memory
+from seq2seq.decoding.attention import attention_batch
+from seq2seq.decoding.search import DecodeOptions, Translations, source_ids, translate
+
+IDLE_SECONDS = 1.0
+
+
+@dataclass
+class Job:
+    """One request: its lines, how to decode them, and where its answer goes."""
+
+    work: str  # "translate": Translations; "attention": list[AttentionMaps]
+    lines: list[str]
+    options: DecodeOptions
+    translations: list[str] | None = None  # attention of given (forced) translations
+    future: Future | None = None
+    arrived: float = 0.0  # time.monotonic() when queued
+
+    def key(self) -> tuple:
+        """Jobs with equal keys are decoded together in one call."""
+        return self.work, self.translations is not None, astuple(self.options)
+
+
+class Batcher:
+    """The queue and its one worker thread; `submit` from any thread, `stop` drains then ends."""
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        max_batch: int = 64,
+        max_wait_ms: float = 5.0,
+        on_batch: Callable[[str, int], None] | None = None,
+    ):
+        self.model, self.tokenizer = model, tokenizer
+        self.max_batch, self.max_wait = max_batch, max_wait_ms / 1000
+        self.on_batch = on_batch  # called with (work, sentences) before each model call: tests count them
+        self.queue: queue.Queue[Job | None] = queue.Queue()
+        self.held: Job | None = None  # taken from the queue but left for the next batch (it did not fit)
+        self.pending = 0  # jobs submitted and not yet answered
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._work, name="seq2seq-model", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        """Answer everything already queued, then end the worker."""
+        self.queue.put(None)
+        self.thread.join()
+
+    def submit(self, job: Job) -> Future:
+        job.future, job.arrived = Future(), time.monotonic()
+        with self.lock:
+            self.pending += 1
+        job.future.add_done_callback(self._answered)
+        self.queue.put(job)
+        return job.future
+
+    def _answered(self, _future: Future) -> None:
+        with self.lock:
+            self.pending -= 1
+
+    def _work(self) -> None:
+        while True:
+            jobs, stopping = self._collect()
+            for group in _groups(jobs):
+                self._run(group)
+            if stopping:
+                return
+
+    def _collect(self) -> tuple[list[Job], bool]:
+        """The next batch: the oldest job, then more until `max_batch` sentences or its deadline.
+        True with it when the stop sentinel was reached (everything before it is in the batch)."""
+        first = self.held or self._next()
+        self.held = None
+        if first is None:
+            return [], True
+        jobs, size = [first], len(first.lines)
+        deadline = first.arrived + self.max_wait
+        while size < self.max_batch:
+            try:
+                job = self.queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if job is None:
+                return jobs, True
+            if size + len(job.lines) > self.max_batch:
+                self.held = job
+                break
+            jobs.append(job)
+            size += len(job.lines)
+        return jobs, False
+
+    def _next(self) -> Job | None:
+        """The next job from the queue. The process keeps freed memory for reuse while it works
+        (allocator.py); once no request has come for IDLE_SECONDS, it gives it back to the system."""
+        try:
+            return self.queue.get(timeout=IDLE_SECONDS)
+        except queue.Empty:
+            release_freed_memory()
+            return self.queue.get()
+
+    def _run(self, jobs: list[Job]) -> None:
+        """One model call for jobs of equal options; each job gets its own slice of the result
+        (or the error, e.g. a beam above the vocabulary: the same for all of them)."""
+        jobs = [job for job in jobs if job.future.set_running_or_notify_cancel()]  # a client that left
+        if not jobs:
+            return
+        lines = [line for job in jobs for line in job.lines]
+        options = replace(jobs[0].options, batch_size=self.max_batch)
+        try:
+            if self.on_batch is not None:
+                self.on_batch(jobs[0].work, len(lines))
+            if jobs[0].work == "translate":
+                result = translate(self.model, self.tokenizer, lines, options)
+                answers = self._split_translations(result, jobs)
+            else:
+                forced = None if jobs[0].translations is None else [t for j in jobs for t in j.translations]
+                maps = attention_batch(self.model, self.tokenizer, lines, forced, options)
+                answers = _split(maps, jobs)
+        except Exception as e:  # the error goes to the requests that caused it; the worker lives on
+            for job in jobs:
+                job.future.set_exception(e)
+            return
+        for job, answer in zip(jobs, answers, strict=True):
+            job.future.set_result(answer)
+
+    def _split_translations(self, result: Translations, jobs: list[Job]) -> list[Translations]:
+        """Each job's lines of a batch's Translations, with its own count of truncated lines."""
+        nbest, tokens = _split(result.nbest, jobs), _split(result.tokens, jobs)
+        return [
+            Translations(
+                n, t, source_ids(self.model, self.tokenizer, job.lines)[1] if result.truncated else 0
+            )
+            for job, n, t in zip(jobs, nbest, tokens, strict=True)
+        ]
+
+
+def _groups(jobs: list[Job]) -> list[list[Job]]:
+    """Jobs by equal key, in the order their first job arrived."""
+    groups: dict[tuple, list[Job]] = {}
+    for job in jobs:
+        groups.setdefault(job.key(), []).append(job)
+    return list(groups.values())
+
+
+def _split(items: list, jobs: list[Job]) -> list[list]:
+    out, start = [], 0
+    for job in jobs:
+        out.append(items[start : start + len(job.lines)])
+        start += len(job.lines)
+    return out
