@@ -14,7 +14,7 @@ from tests.cli_helpers import run_cli, run_process
 from tests.conftest import caption_tokenizer, tiny_model, write_multi30k
 from tests.test_cli import TRAIN
 
-WRITTEN = (ckpt.TOKENIZER, ckpt.CONFIG, ckpt.BEST, ckpt.LAST, ckpt.CURVES)  # metrics.jsonl: item 5's
+WRITTEN = (ckpt.TOKENIZER, ckpt.CONFIG, ckpt.BEST, ckpt.LAST, ckpt.CURVES, ckpt.METRICS)
 
 
 @pytest.fixture
@@ -99,8 +99,10 @@ def test_links_in_a_received_run_are_replaced_never_followed(cli, tmp_path):
     result = cli(*train_args(data, run, steps=6))
     assert result.code == 0 and "resuming from step 4" in result.out, result.err
     assert snapshot(moved) == before
-    for name in (ckpt.CONFIG, ckpt.LAST, ckpt.CURVES, "tokenized"):  # rewritten: as files, in the run
+    for name in (ckpt.CONFIG, ckpt.LAST, ckpt.CURVES, ckpt.METRICS, "tokenized"):  # rewritten, in the run
         assert not (run / name).is_symlink() and (run / name).exists(), name
+    rows = [row["step"] for row in ckpt.read_metrics(run)]
+    assert rows[0] == 4 and rows[-1] == 6  # the rows read through the link, and the new one
 
 
 @pytest.mark.parametrize("made", ["new", "nested", "existing"])

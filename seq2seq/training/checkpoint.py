@@ -228,10 +228,10 @@ def append_metrics(run_dir: Path, row: dict) -> None:
 
 
 def read_metrics(run_dir: Path) -> list[dict]:
-    """The rows so far; a last line cut short by a kill or a full disk is left out, any other
-    unreadable line is one error naming it."""
+    """The rows so far (read through a link: reading never writes outside the run); a last line
+    cut short by a kill or a full disk is left out, any other unreadable line is one error."""
     path = Path(run_dir) / METRICS
-    if not path.is_file() or path.is_symlink():
+    if not path.is_file():
         return []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
