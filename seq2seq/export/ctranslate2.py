@@ -12,8 +12,7 @@ from pathlib import Path
 
 from seq2seq.atomic import write_dir
 from seq2seq.errors import Seq2SeqError
-from seq2seq.export.folder import check_output
-from seq2seq.training.checkpoint import load_run
+from seq2seq.export.folder import transformer_run
 
 INSTALL_HINT = 'pip install -e ".[ct2]"'
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "bfloat16", "float16", "float32")
@@ -25,12 +24,7 @@ def export_ctranslate2(run_dir: Path, output_dir: Path, quantization: str | None
         raise Seq2SeqError(f"export needs CTranslate2; install it with `{INSTALL_HINT}`")
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise Seq2SeqError(f"unknown quantization {quantization!r}; use one of {', '.join(QUANTIZATIONS)}")
-    output_dir = check_output(run_dir, output_dir, force)
-    model, tokenizer = load_run(run_dir)
-    if model.cfg.arch != "transformer":
-        raise Seq2SeqError(
-            f"{run_dir} is an {model.cfg.arch} run; CTranslate2 export supports Transformers only"
-        )
+    model, tokenizer, output_dir = transformer_run(run_dir, output_dir, force, "CTranslate2")
     spec = transformer_spec(model, tokenizer.id_pieces(range(tokenizer.vocab_size)))
     spec.validate()
     spec.optimize(quantization=quantization)

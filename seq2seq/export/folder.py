@@ -1,8 +1,10 @@
-"""Where an export may be written: never over the run it comes from."""
+"""What every export starts with: where it may be written (never over the run it comes from), and
+the run itself, a Transformer (the engines have no class for our RNN)."""
 
 from pathlib import Path
 
 from seq2seq.errors import Seq2SeqError
+from seq2seq.training.checkpoint import load_run
 
 
 def check_output(run_dir: Path, output_dir: Path, force: bool) -> Path:
@@ -15,3 +17,14 @@ def check_output(run_dir: Path, output_dir: Path, force: bool) -> Path:
     if (output_dir.exists() or output_dir.is_symlink()) and not force:
         raise Seq2SeqError(f"{output_dir} already exists; pass --force to replace it")
     return output_dir
+
+
+def transformer_run(run_dir: Path, output_dir: Path, force: bool, engine: str):
+    """(model, tokenizer, output_dir) of a run that `engine` can take, once the output is allowed."""
+    output_dir = check_output(run_dir, output_dir, force)
+    model, tokenizer = load_run(run_dir)
+    if model.cfg.arch != "transformer":
+        raise Seq2SeqError(
+            f"{run_dir} is an {model.cfg.arch} run; {engine} export supports Transformers only"
+        )
+    return model, tokenizer, output_dir

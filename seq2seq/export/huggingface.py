@@ -27,8 +27,7 @@ from seq2seq.atomic import write_dir
 from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.errors import Seq2SeqError
-from seq2seq.export.folder import check_output
-from seq2seq.training.checkpoint import load_run
+from seq2seq.export.folder import transformer_run
 
 INSTALL_HINT = 'pip install -e ".[hf]"'
 
@@ -42,13 +41,7 @@ def export_huggingface(run_dir: Path, output_dir: Path, force: bool = False) -> 
     from seq2seq.export.hf_tokenizer import hf_tokenizer, save_tokenizer
     from seq2seq.export.model_card import model_card
 
-    output_dir = check_output(run_dir, output_dir, force)
-    model, tokenizer = load_run(run_dir)
-    if model.cfg.arch != "transformer":
-        raise Seq2SeqError(
-            f"{run_dir} is an {model.cfg.arch} run; transformers has no such class, so Hugging Face "
-            "export supports Transformers only"
-        )
+    model, tokenizer, output_dir = transformer_run(run_dir, output_dir, force, "Hugging Face")
     hf = hf_model(model)
     fast = hf_tokenizer(tokenizer.path, model.cfg.max_positions)
     card = model_card(run_dir, model, hf)
