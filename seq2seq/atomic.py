@@ -1,6 +1,6 @@
 """Atomic writes: a reader (or a resumed run) sees the old file or folder or the new one, never half.
 A rename replaces whatever held the name, a symbolic link included, and never writes through it;
-a file that must be opened in place (a lock, an appended log) goes through `open_no_follow`."""
+a file that must be opened in place (the run's lock) goes through `open_no_follow`."""
 
 import errno
 import os

@@ -29,6 +29,7 @@ RANGES = {
     "patience": (1, 1 << 31),
     "save_every_minutes": (0.0, 1e9),
     "world_size": (1, 1 << 20),
+    "seed": (0, (1 << 31) - 1),
 }
 
 
@@ -73,10 +74,4 @@ def _is_instance(value: object, declared: object) -> bool:
 def _describe(declared: object) -> str:
     if isinstance(declared, types.UnionType) or typing.get_origin(declared) is typing.Union:
         return " or ".join(_describe(option) for option in typing.get_args(declared))
-    return {
-        type(None): "null",
-        int: "an integer",
-        float: "a number",
-        bool: "true or false",
-        str: "a string",
-    }.get(declared, getattr(declared, "__name__", str(declared)))
+    return NAMES.get(declared, getattr(declared, "__name__", str(declared)))

@@ -172,3 +172,10 @@ def test_default_max_len_follows_source_length():
 def test_bad_options_are_rejected(kwargs, message):
     with pytest.raises(Seq2SeqError, match=message):
         DecodeOptions(**kwargs).check()
+
+
+def test_lengths_beyond_any_tensor_are_capped_at_the_models_limit():
+    """A --max-len or --min-len above int64 is the model's limit, not an OverflowError."""
+    huge = 10**20
+    assert max_lengths(sources(), DecodeOptions(max_len=huge), limit=63).tolist() == [63] * 4
+    assert max_lengths(sources(), DecodeOptions(min_len=huge, max_len=huge), limit=63).tolist() == [63] * 4

@@ -120,6 +120,7 @@ def test_an_rnn_run_is_not_supported(tmp_path, capsys, monkeypatch):
         ("p/run", "p/run/model"),  # the export would land inside the run
         ("p/run", "p/../p/run"),  # another spelling of the run
         ("p/run", "link"),  # a symbolic link to the run
+        ("p/run", "p/run/away"),  # a link inside the run to a folder outside: replaced, it lands inside
     ],
 )
 def test_an_export_never_replaces_or_enters_its_run(run_dir, tmp_path, capsys, monkeypatch, to, run, out):
@@ -128,6 +129,7 @@ def test_an_export_never_replaces_or_enters_its_run(run_dir, tmp_path, capsys, m
     monkeypatch.chdir(tmp_path)  # relative paths, as a user types them
     shutil.copytree(run_dir, run)
     (tmp_path / "link").symlink_to(tmp_path / run)
+    (tmp_path / run / "away").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     before = _tree(tmp_path / run)
     result = run_cli(["export", "--run", run, "--to", to, "--force", out], capsys, monkeypatch)
     assert result.code == 2 and "is, holds or lies inside the run" in result.err, result.err

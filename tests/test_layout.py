@@ -23,7 +23,16 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
     "views": {"views", "decoding.attention", "atomic", "errors"},
     "training": {"training", "models", "data", "decoding", "evaluate", "views.plots", *SHARED},
     "export": {"export", "training", "models", "data", "decoding", "evaluate", *SHARED},
-    "serve": {"serve", "views", "decoding", "training.checkpoint", "models", "data", *SHARED},
+    "serve": {
+        "serve",
+        "views",
+        "decoding",
+        "training.checkpoint",
+        "training.resume",
+        "models",
+        "data",
+        *SHARED,
+    },
     "cli": None,  # the edge: anything
     "__init__": None,
     "__main__": {"cli"},

@@ -192,6 +192,11 @@ ALTERED = {  # what is changed -> (the change, the command that reads it, a word
     "weights NaN": (edit_tensors(ckpt.BEST, nan_weights), TRANSLATE, "NaN or infinite"),
     "state step a string": (edit_tensors(ckpt.LAST, state_json("step", "4")), RESUME, "step is not a number"),
     "state step negative": (edit_tensors(ckpt.LAST, state_json("step", -4)), RESUME, "step is negative"),
+    "state batch a float": (
+        edit_tensors(ckpt.LAST, state_json("batch", 2.5)),
+        RESUME,
+        "batch is not a number",
+    ),
     "state unknown key": (edit_tensors(ckpt.LAST, state_json("mood", 1)), RESUME, "does not know"),
     "optimizer groups": (edit_tensors(ckpt.LAST, no_param_groups), RESUME, "does not fit this model"),
     "rng state": (edit_tensors(ckpt.LAST, bad_rng), RESUME, "does not fit this model"),
@@ -222,8 +227,9 @@ def test_a_corrupted_gzip_corpus_is_one_line(command, tmp_path):
     assert len(result.err.strip().splitlines()) == 1
 
 
-def test_braces_in_a_corpus_pattern_are_one_line(tmp_path):
-    result = run_process([*TRAIN, "--corpus", str(tmp_path / "{split}{0}.tsv"), "--run", tmp_path / "run"])
+@pytest.mark.parametrize("pattern", ["{split}{0}.tsv", "{split}.{split.a}.tsv", "{split}{x}.tsv"])
+def test_braces_in_a_corpus_pattern_are_one_line(tmp_path, pattern):
+    result = run_process([*TRAIN, "--corpus", str(tmp_path / pattern), "--run", tmp_path / "run"])
     assert result.code == 2 and "no other braces" in result.err and len(result.err.splitlines()) == 1
 
 

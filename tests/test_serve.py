@@ -22,6 +22,7 @@ from fastapi.testclient import TestClient
 
 from seq2seq.cli.io import one_line
 from seq2seq.decoding.attention import attention
+from seq2seq.errors import Seq2SeqError
 from seq2seq.training.checkpoint import load_run
 from seq2seq.views.explorer import maps_json
 from tests.cli_helpers import run_cli
@@ -189,7 +190,14 @@ BAD = {  # name: (path, body bytes, headers, status, words of the message)
     ),
     "no JSON content type": ("/translate", b'{"text": "a"}', {}, 415, "Content-Type"),
     "a list to /attention": ("/attention", b'{"text": ["a"]}', JSON, 422, "text"),
-    "an empty forced translation": ("/attention", b'{"text": "a", "translation": ""}', JSON, 422, "empty"),
+    "an empty forced translation": (
+        "/attention",
+        b'{"text": "a", "translation": ""}',
+        JSON,
+        422,
+        "translation",
+    ),
+    "a lone surrogate": ("/translate", b'{"text": "a \\ud800 b"}', JSON, 422, "surrogate"),
     "an unknown path": ("/translate/file", b"{}", JSON, 404, "Not Found"),
 }
 
@@ -203,6 +211,19 @@ def test_a_bad_request_gets_one_line_of_json_and_the_server_keeps_serving(client
     assert "\n" not in response.json()["error"] and "Traceback" not in response.text
     assert client.get("/translate").status_code == 405
     assert client.post("/translate", json={"text": "a dog", "max_len": 3}).status_code == 200
+
+
+def test_lengths_beyond_int64_are_the_models_limit(client):
+    response = client.post("/translate", json={"text": "a dog", "min_len": 10**20, "max_len": 10**20})
+    assert response.status_code == 200 and len(response.json()["translations"]) == 1, response.text
+
+
+def test_a_beam_above_the_servers_limit_is_refused_at_start(runs):
+    from seq2seq.serve.app import create_app
+
+    model, tokenizer = load_run(runs["transformer"])
+    with pytest.raises(Seq2SeqError, match="--beam 100000 is above"):
+        create_app(model, tokenizer, {}, beam=100000)
 
 
 def test_a_failure_inside_the_model_is_a_json_500_and_the_worker_lives_on(runs):

@@ -132,7 +132,9 @@ def exported_huggingface(path: Path) -> None:
 
 
 def training_done(run: Path, final: dict) -> None:
-    if final["stop"] == "interrupted":
+    if final["stop"] == "interrupted" and final["step"] == 0:
+        out.print(f"interrupted before a step could run; {run} is unchanged")
+    elif final["stop"] == "interrupted":
         out.print(
             f"interrupted at step {final['step']}; the training state is saved in {run}: rerun the same "
             "command to continue",

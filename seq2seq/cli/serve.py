@@ -15,7 +15,11 @@ def serve(
     beam: int = typer.Option(BEAM.default, "--beam", min=1, help="Beam size when a request gives none."),
     max_batch: int = typer.Option(64, "--max-batch", min=1, help="Sentences decoded together at most."),
     max_wait_ms: float = typer.Option(
-        5.0, "--max-wait-ms", min=0.0, help="How long a request may wait for others to share its batch."
+        5.0,
+        "--max-wait-ms",
+        min=0.0,
+        max=10_000.0,
+        help="How long a request may wait for others to share its batch.",
     ),
     device: str = DEVICE,
     threads: int | None = typer.Option(

@@ -83,7 +83,7 @@ def train(
         5.0, min=0.0, callback=finite, help="Save the training state this often, besides each validation."
     ),
     device: str = DEVICE,
-    seed: int = typer.Option(1, help="Random seed."),
+    seed: int = typer.Option(1, min=0, max=2**31 - 1, help="Random seed."),
     fp32: bool = typer.Option(False, "--fp32", help="No bf16 autocast, even where it is fast."),
 ):
     """Train a model (and its tokenizer); rerunning resumes from the run's last checkpoint."""
@@ -151,8 +151,8 @@ def typed_options(ctx: typer.Context) -> dict[str, object]:
 
 
 def install_stop_handlers():
-    """Ctrl-C or SIGTERM asks training to stop after the current step, validate and save; a
-    second Ctrl-C stops at once."""
+    """Ctrl-C or SIGTERM asks training to stop after the current step and save (validating
+    nothing: a resumed run must be the run never stopped); a second Ctrl-C stops at once."""
     requested = []
 
     def handler(signum, frame):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.cli.app import display
+from seq2seq.cli import display
 from seq2seq.cli.io import (
     LineWriter,
     arguments,
@@ -67,7 +67,7 @@ def translate(
     from seq2seq.decoding.search import DecodeOptions, length_notices
     from seq2seq.training.checkpoint import load_run
 
-    views = Views(show_attention, attention_png, layer, head, attention_html, run)
+    views = Views(show_attention, attention_png, layer, head, attention_html, run_dir(run))
     for name, value in (("--layer", layer), ("--head", head)):
         if value is not None and not (show_attention or attention_png):
             raise typer.BadParameter("goes with --show-attention or --attention-png", param_hint=name)

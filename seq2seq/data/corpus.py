@@ -54,7 +54,7 @@ def _corpus_files(corpus: str, split: str, src: str, tgt: str, data_dir) -> list
     if "{split}" in corpus:
         try:
             path = Path(corpus.format(split=split))
-        except (KeyError, IndexError, ValueError):
+        except (KeyError, IndexError, ValueError, AttributeError):
             raise Seq2SeqError(
                 f"--corpus {corpus!r}: a path pattern may hold {{split}} and no other braces"
             ) from None
@@ -124,7 +124,7 @@ KEEP, EMPTY, TOO_LONG, BAD_RATIO = range(len(VERDICTS))
 
 def pair_verdict(src_text: str, tgt_text: str, a: int, b: int, max_len: int, max_ratio: float) -> int:
     """Why `filter_pairs` drops a pair of `a` and `b` pieces (KEEP: it does not); one rule for the
-    list path and the Arrow-backed one (seq2seq.tokenized)."""
+    list path and the Arrow-backed one (seq2seq.data.tokenized)."""
     if not src_text.strip() or not tgt_text.strip():
         return EMPTY
     if a > max_len or b > max_len:
@@ -139,7 +139,7 @@ def corpus_identity(
 ) -> str | None:
     """A string that changes when the files of a split change (path, size, modification time),
     found without reading them, so a cache of their tokenized form is checked in an instant.
-    None for a hub dataset: only its content can say (see seq2seq.tokenized)."""
+    None for a hub dataset: only its content can say (see seq2seq.data.tokenized)."""
     files = _corpus_files(corpus, split, src, tgt, data_dir)
     if files is None:
         return None

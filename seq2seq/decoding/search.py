@@ -274,10 +274,11 @@ def length_notices(model: Seq2SeqModel, options: DecodeOptions) -> list[str]:
 
 
 def max_lengths(src: Tensor, options: DecodeOptions, limit: int) -> Tensor:
-    """Per-sentence output limit (B,): absolute, or a function of the source length."""
+    """Per-sentence output limit (B,): absolute, or a function of the source length. Limits are
+    capped at `limit` in Python first: a length beyond int64 is no tensor."""
     if options.max_len is not None:
-        lens = torch.full((src.size(0),), options.max_len, device=src.device)
+        lens = torch.full((src.size(0),), min(options.max_len, limit), device=src.device)
     else:
         src_len = (src != PAD_ID).sum(1)
         lens = (options.max_len_a * src_len + options.max_len_b).long()
-    return lens.clamp(min=options.min_len, max=limit)
+    return lens.clamp(min=min(options.min_len, limit), max=limit)

@@ -7,6 +7,7 @@
 
 Only app.py imports the web framework, only server.py imports uvicorn.
 
-May import: `seq2seq.views` (the explorer), `seq2seq.decoding`, `seq2seq.training.checkpoint` (the
-run's description), `seq2seq.models`, `seq2seq.data` and the shared small modules.
+May import: `seq2seq.views` (the explorer), `seq2seq.decoding`, `seq2seq.training.checkpoint`
+and `seq2seq.training.resume` (the run's description), `seq2seq.models`, `seq2seq.data` and the
+shared small modules.
 """

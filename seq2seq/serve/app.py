@@ -83,6 +83,8 @@ def create_app(
     """The app serving one loaded run; its batcher's worker runs while the app is up."""
     batcher = Batcher(model, tokenizer, max_batch, max_wait_ms, on_batch)
     limits = {"max_lines": max_lines, "max_chars": max_chars, "max_beam": min(MAX_BEAM, tokenizer.vocab_size)}
+    if beam > limits["max_beam"]:  # else every request that names no beam would be refused
+        raise Seq2SeqError(f"--beam {beam} is above this server's limit of {limits['max_beam']}")
     info = run_info | {
         "limits": limits,
         "defaults": {"beam": beam},
@@ -132,7 +134,11 @@ def create_app(
     async def attention(request: AttentionRequest) -> Response:
         """Every attention map of one sentence's translation (the model's own, or the given one)."""
         lines = checked_lines(request.text, 1, max_chars)
-        forced = None if request.translation is None else checked_lines(request.translation, 1, max_chars)
+        forced = (
+            None
+            if request.translation is None
+            else checked_lines(request.translation, 1, max_chars, "translation")
+        )
         job = Job("attention", lines, options(request), forced)
         maps = (await asyncio.wrap_future(batcher.submit(job)))[0]
         body = await asyncio.to_thread(lambda: json.dumps(maps_json(maps), ensure_ascii=False).encode())
@@ -155,19 +161,24 @@ def create_app(
     return app
 
 
-def checked_lines(text: str | list[str], max_lines: int, max_chars: int) -> list[str]:
-    """The request's lines, each a sentence: none blank, none holding a line break, within limits."""
+def checked_lines(text: str | list[str], max_lines: int, max_chars: int, field: str = "text") -> list[str]:
+    """The request's lines, each a sentence: none blank, none holding a line break or a lone
+    surrogate (valid JSON, but no text a tokenizer can take), within limits."""
     lines = [text] if isinstance(text, str) else text
     if not lines:
-        raise Seq2SeqError("text is an empty list")
+        raise Seq2SeqError(f"{field} is an empty list")
     if len(lines) > max_lines:
         raise HTTPException(413, f"{len(lines)} lines is above this server's limit of {max_lines} a request")
     for number, line in enumerate(lines, start=1):
-        where = "text" if isinstance(text, str) else f"line {number}"
+        where = field if isinstance(text, str) else f"line {number}"
         if len(line) > max_chars:
             raise HTTPException(413, f"{where} has {len(line)} characters, above the limit of {max_chars}")
         if not line.strip():
             raise Seq2SeqError(f"{where} is empty")
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            raise Seq2SeqError(f"{where} is not valid Unicode (a lone surrogate)") from None
         if "\n" in line or "\r" in line:
             raise Seq2SeqError(f"{where} holds a line break; send one sentence per line (a list of lines)")
     return lines

@@ -23,6 +23,7 @@ from seq2seq.decoding.attention import attention_batch
 from seq2seq.decoding.search import DecodeOptions, Translations, source_ids, translate
 
 IDLE_SECONDS = 1.0
+MAX_WAIT_SECONDS = 10.0  # a batch waits for company at most this long, whatever --max-wait-ms says
 
 
 @dataclass
@@ -53,7 +54,7 @@ class Batcher:
         on_batch: Callable[[str, int], None] | None = None,
     ):
         self.model, self.tokenizer = model, tokenizer
-        self.max_batch, self.max_wait = max_batch, max_wait_ms / 1000
+        self.max_batch, self.max_wait = max_batch, min(max_wait_ms / 1000, MAX_WAIT_SECONDS)
         self.on_batch = on_batch  # called with (work, sentences) before each model call: tests count them
         self.queue: queue.Queue[Job | None] = queue.Queue()
         self.held: Job | None = None  # taken from the queue but left for the next batch (it did not fit)
@@ -125,8 +126,10 @@ class Batcher:
         """One model call for jobs of equal options; each job gets its own slice of the result
         (or the error, e.g. a beam above the vocabulary: the same for all of them)."""
         jobs = [job for job in jobs if job.future.set_running_or_notify_cancel()]  # a client that left
-        if not jobs:
-            return
+        if jobs:
+            self._decode(jobs)
+
+    def _decode(self, jobs: list[Job]) -> None:
         lines = [line for job in jobs for line in job.lines]
         options = replace(jobs[0].options, batch_size=self.max_batch)
         try:
@@ -140,8 +143,11 @@ class Batcher:
                 maps = attention_batch(self.model, self.tokenizer, lines, forced, options)
                 answers = _split(maps, jobs)
         except Exception as e:  # the error goes to the requests that caused it; the worker lives on
-            for job in jobs:
-                job.future.set_exception(e)
+            if len(jobs) == 1:
+                jobs[0].future.set_exception(e)
+            else:  # which of them? each alone, so one bad request cannot fail the others
+                for job in jobs:
+                    self._decode([job])
             return
         for job, answer in zip(jobs, answers, strict=True):
             job.future.set_result(answer)

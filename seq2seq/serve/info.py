@@ -1,11 +1,14 @@
 """What a server says about itself (`GET /info`), and the check that its extra is installed."""
 
 import importlib.util
+import math
 from dataclasses import asdict
 from pathlib import Path
 
+from seq2seq.data.corpus import corpus_name
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training.checkpoint import best_score, load_config
+from seq2seq.training.checkpoint import best_score
+from seq2seq.training.resume import stored_train_config
 
 INSTALL_HINT = 'pip install -e ".[serve]"'
 NEEDS = ("fastapi", "uvicorn")
@@ -20,16 +23,15 @@ def require() -> None:
 
 def run_info(run: Path, model, tokenizer) -> dict:
     """The run as a client sees it: architecture, languages, shape, vocabulary, validation BLEU."""
-    sections = load_config(run)
-    train = sections.get("train", {})
+    train, bleu = stored_train_config(run), best_score(run)
     return {
         "run": Path(run).name,  # the folder's name only: a client has no business with our paths
         "architecture": model.cfg.arch,
-        "src": train.get("src"),
-        "tgt": train.get("tgt"),
-        "corpus": train.get("corpus"),
+        "src": train.src,
+        "tgt": train.tgt,
+        "corpus": corpus_name(train.corpus),  # likewise: `mine` for a pattern like mine/{split}.tsv
         "model": asdict(model.cfg),
         "parameters": sum(p.numel() for p in model.parameters()),
         "vocab_size": tokenizer.vocab_size,
-        "val_bleu": best_score(run),
+        "val_bleu": bleu if bleu is not None and math.isfinite(bleu) else None,  # JSON has no NaN
     }

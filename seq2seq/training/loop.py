@@ -20,7 +20,7 @@ from seq2seq.training.step import NonFiniteLoss, TrainStep, data_parallel, summe
 from seq2seq.views import plots
 
 # Why a loop stops, by precedence: when processes differ (one was interrupted, another ran out of
-# time) the highest wins on all of them, so "interrupted" always gets its save before validating.
+# time) the highest wins on all of them, so "interrupted" (save, validate nothing) overrides the rest.
 STOPS = (None, "max minutes", "early stop", "max steps", "interrupted")
 
 

@@ -39,7 +39,7 @@ class TrainingState:
         for f in fields(cls):
             value = values.get(f.name, f.default)
             number = isinstance(value, int | float) and not isinstance(value, bool)
-            if not number or (f.type == "int" and not isinstance(value, int)) or not math.isfinite(value):
+            if not number or (f.type is int and not isinstance(value, int)) or not math.isfinite(value):
                 raise Seq2SeqError(f"{where}: the trainer state's {f.name} is not a number ({value!r})")
             if value < (-1 if f.name == "best_bleu" else 0):
                 raise Seq2SeqError(f"{where}: the trainer state's {f.name} is negative ({value!r})")
