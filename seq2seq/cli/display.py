@@ -196,6 +196,8 @@ class TrainingDisplay(Reporter):
             + (f"; resuming from step {info['resumed_step']}" if info["resumed_step"] else ""),
             markup=False,
         )
+        if ":" in info["precision"]:  # a choice with its reason: "fp32: a bf16 GEMM runs at 0.6x ..."
+            self.progress.console.print(f"precision: {info['precision']}", markup=False)
 
     def epoch(self, epoch: int, n_batches: int, done: int) -> None:
         if self.task is not None:

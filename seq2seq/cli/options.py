@@ -17,7 +17,7 @@ LENGTH_PENALTY = typer.Option(1.0, "--length-penalty", help="GNMT length penalty
 BATCH_SIZE = typer.Option(64, "--batch-size", help="Sentences decoded together.")
 DEVICE = typer.Option("auto", "--device", help="auto, cpu or cuda.")
 BF16 = typer.Option(
-    False, "--bf16", help="bf16 autocast where the device computes it natively (CUDA, AVX512-BF16 CPUs)."
+    False, "--bf16", help="bf16 autocast where it runs faster than fp32 (CUDA; a CPU is measured)."
 )
 QUANTIZE = typer.Option(
     None, "--quantize", help="int8: dynamic int8 linear layers on the CPU (fbgemm) [default: fp32]."

@@ -29,7 +29,7 @@ class DecodeOptions:
     max_len_b: int = 10
     use_cache: bool = True
     batch_size: int = 64
-    bf16: bool = False  # bf16 autocast, where the device runs it natively (the rule training uses)
+    bf16: bool = False  # bf16 autocast, where it is measured faster (the rule training uses)
 
     def check(self) -> None:
         """Reject impossible settings with a message a user can act on."""

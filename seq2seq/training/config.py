@@ -21,7 +21,7 @@ class TrainConfig:
     save_every_minutes: float = 5.0  # training state saved this often between validations
     seed: int = 1
     device: str = "auto"
-    bf16: bool = True  # bf16 autocast where the hardware runs it fast (CUDA, CPUs with AVX512-BF16/AMX)
+    bf16: bool = True  # bf16 autocast where it is measured faster (device.use_bf16): CUDA, most bf16 CPUs
     world_size: int = 1  # processes training data-parallel (torchrun); each step takes one batch per process
 
 

@@ -13,7 +13,7 @@ import torch
 from seq2seq.data import tokenized
 from seq2seq.data.corpus import MAX_RATIO, FilterReport, corpus_identity, load_pairs
 from seq2seq.data.tokenizer import Tokenizer, train_tokenizer
-from seq2seq.device import use_bf16
+from seq2seq.device import agree_on_bf16, bf16_speedup, precision_note, use_bf16
 from seq2seq.models.registry import ModelConfig, build_model
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
@@ -51,6 +51,8 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
     )
     tokenizer = Tokenizer(run_dir / ckpt.TOKENIZER)
     train_set = tokenized.load(folder)
+    if config.bf16 and here.size > 1:  # one measurement decides for every process
+        agree_on_bf16(here.from_main(lambda: bf16_speedup(here.device)))
 
     torch.manual_seed(config.seed)
     model = build_model(model_config).to(here.device)
@@ -104,7 +106,7 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
 
 
 def _start_info(config, model, report: FilterReport, n_val: int, state: TrainingState, here: World) -> dict:
-    device = str(here.device) + (" (bf16 autocast)" if use_bf16(here.device, config.bf16) else "")
+    bf16 = " (bf16 autocast)" if use_bf16(here.device, config.bf16) else ""
     return {
         "pairs": report.kept,
         "dropped": report.dropped,
@@ -113,7 +115,8 @@ def _start_info(config, model, report: FilterReport, n_val: int, state: Training
         "val_pairs": n_val,
         "parameters": sum(p.numel() for p in model.parameters()),
         "resumed_step": state.step,
-        "device": device,
+        "device": f"{here.device}{bf16}",
+        "precision": precision_note(here.device, config.bf16),  # which, and why
         "world_size": here.size,
         "backend": here.backend,
         "config": asdict(config),
