@@ -19,13 +19,8 @@ TRIM_THRESHOLD = 1 << 30  # keep up to 1 GiB of free heap rather than trimming i
 def keep_freed_memory() -> bool:
     """Ask glibc to reuse freed memory; True when it agreed, False elsewhere (macOS, Windows, musl),
     where there is nothing to do."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        # the process' own symbols, libc's among them: no library search (find_library runs
-        # ldconfig in a subprocess, at every start of the CLI)
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    mallopt = _glibc("mallopt")
+    if mallopt is None:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
@@ -35,11 +30,20 @@ def release_freed_memory() -> bool:
     """Hand the free heap back to the system now (glibc's malloc_trim): for a long-lived process
     that has gone idle after a burst, such as the server once no request has come for a while.
     True when something was released."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
+    trim = _glibc("malloc_trim")
+    if trim is None:
         return False
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     return trim(0) == 1
+
+
+def _glibc(name: str):
+    """A glibc function, or None off Linux or where the C library has none (musl). Looked up among
+    the process' own symbols, libc's among them: no library search (find_library runs ldconfig in
+    a subprocess, at every start of the CLI)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None

@@ -24,13 +24,17 @@ from tests.test_cli import TRAIN
 NO_CHECKS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("reliability")
+def trained_run(root):
+    """A tiny run trained by the CLI in `root`, and its corpus folder."""
     data = write_multi30k(root / "corpus", {"train": 60, "val": 6})
     result = run_process([*TRAIN, "--data-dir", data, "--run", root / "run"])
     assert result.code == 0, result.err
-    return root / "run"
+    return root / "run", data
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return trained_run(tmp_path_factory.mktemp("reliability"))[0]
 
 
 @pytest.fixture

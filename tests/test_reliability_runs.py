@@ -21,6 +21,7 @@ from seq2seq.training.train import train
 from tests.cli_helpers import run_process
 from tests.conftest import write_multi30k
 from tests.test_cli import TRAIN
+from tests.test_reliability import trained_run
 from tests.test_train import REVERSE_MODEL, assert_same_training_state, write_reversal_task
 
 VALIDATION = ("step", "epoch", "batch", "val_loss", "val_bleu", "val_chrf", "best")  # not the timings
@@ -103,11 +104,7 @@ def test_a_torn_last_metrics_line_is_dropped_not_fatal(reversal):
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("altered")
-    data = write_multi30k(root / "corpus", {"train": 60, "val": 6})
-    result = run_process([*TRAIN, "--data-dir", data, "--run", root / "run"])
-    assert result.code == 0, result.err
-    return root / "run", data
+    return trained_run(tmp_path_factory.mktemp("altered"))
 
 
 def altered_copy(tiny_run, tmp_path, change):

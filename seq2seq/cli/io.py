@@ -110,9 +110,9 @@ def _decode(raw: bytes, name: str, number: int) -> str:
 def count_lines(path: Path) -> int | None:
     """How many lines `line_groups` will give for a regular file (for a progress bar); None for
     anything else, which reading it twice could consume (`--input <(zcat f.gz)`)."""
+    if not _is_regular(path):
+        return None
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
         count, last = 0, b"\n"
         with open(path, "rb") as f:
             while chunk := f.read(1 << 20):
