@@ -1,25 +1,39 @@
-"""Reproduce the README's results table end to end: train each pair, then score it.
+"""Reproduce the README's results table end to end: train each pair, score it, and keep the evidence.
 
     python scripts/reproduce_results.py --data-dir ../shared/corpora/multi30k
     python scripts/reproduce_results.py --data-dir ../shared/corpora/multi30k --pairs en-fr --minutes 50
+    python scripts/reproduce_results.py --table      # the table again, from docs/results.json alone
 
-Each pair trains with the same recipe (`small` preset, 50 minutes of wall clock on the machine it
-runs on) into runs/multi30k-<src>-<tgt>; an existing run resumes instead of starting over, and
+Each pair trains with the default recipe (`seq2seq train --max-minutes 50`, the `small` preset)
+into runs/multi30k-<src>-<tgt>; an existing run resumes instead of starting over, and
 `--skip-training` only evaluates. It then evaluates the best checkpoint greedily and with beam 5 on
-test_2016_flickr and test_2017_flickr (where the pair has it) and prints a markdown table with the
-sacreBLEU signature and a few example translations.
+test_2016_flickr and test_2017_flickr (where the pair has it).
+
+What it produced goes into docs/results.json, kept in the repository: per pair the run's config and
+every metrics.jsonl row, the test scores with the sacreBLEU signature, example translations, and
+the provenance (commit, date, CPU model and flags, torch). A pair rerun replaces its own entry
+only. The markdown table in docs/results.md is printed from that file, so it never outlives its
+evidence.
 """
 
 import argparse
+import datetime
 import json
+import platform
 import subprocess
 import sys
 from pathlib import Path
 
-from seq2seq.data.corpus import MULTI30K_LANGS
-from seq2seq.training.checkpoint import read_metrics
+import machine
+import torch
 
-RECIPE = ["--preset", "small"]  # the defaults are the recipe: 3072-piece batches, lr 1e-3, warmup 800
+from seq2seq.atomic import write_atomic
+from seq2seq.data.corpus import MULTI30K_LANGS
+from seq2seq.training.checkpoint import load_config, read_metrics
+
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results.json"
+SPLITS = ("test_2016_flickr", "test_2017_flickr")
+SEARCHES = {"greedy": ["--greedy"], "beam5": ["--beam", "5"]}
 EXAMPLES = [
     "The cat sat on the mat.",
     "A man in a blue shirt is riding a bicycle down the street.",
@@ -34,69 +48,82 @@ def seq2seq(*args: str) -> str:
     return proc.stdout
 
 
+def commit() -> str:
+    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "seq2seq"]).returncode != 0
+    return proc.stdout.strip() + ("+uncommitted changes" if dirty else "") if proc.returncode == 0 else "?"
+
+
+def reproduce(pair: str, data_dir: str, minutes: float, skip_training: bool) -> dict:
+    """Train (unless skipped) and score one pair; the entry docs/results.json keeps for it."""
+    src, tgt = pair.split("-")
+    run = Path("runs") / f"multi30k-{src}-{tgt}"
+    command = ["train", "--data-dir", data_dir, "--src", src, "--tgt", tgt, "--run", str(run)]
+    command += ["--max-minutes", str(minutes)]
+    if not skip_training:
+        seq2seq(*command)
+    tests = {}
+    for split in (s for s in SPLITS if tgt in MULTI30K_LANGS[s]):
+        scoring = ["evaluate", "--run", str(run), "--data-dir", data_dir, "--split", split, "--json"]
+        tests[split] = {name: json.loads(seq2seq(*scoring, *how)) for name, how in SEARCHES.items()}
+    translations = seq2seq("translate", "--run", str(run), *EXAMPLES).splitlines()
+    return {
+        "command": "seq2seq " + " ".join(command),
+        "commit": commit(),
+        "date": datetime.date.today().isoformat(),
+        "cpu": machine.cpu(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "config": load_config(run),
+        "metrics": read_metrics(run),
+        "test": tests,
+        "examples": dict(zip(EXAMPLES, translations, strict=True)),
+    }
+
+
+def table(results: dict) -> str:
+    """The markdown table of docs/results.md, from the results file alone."""
+    lines = [
+        "| pair | test set | greedy BLEU / chrF | beam 5 BLEU / chrF | train minutes | steps | "
+        "best val BLEU (greedy) | CPU |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for pair, entry in results.items():
+        rows = entry["metrics"]
+        trained = [r for r in rows if not r.get("averaged")]
+        best = max(rows, key=lambda r: r["val_bleu"])
+        mean = f" (mean of last {best['averaged']})" if best.get("averaged") else ""
+        how = f"{best['val_bleu']:.1f}{mean}"
+        for split, scores in entry["test"].items():
+            g, b = scores["greedy"], scores["beam5"]
+            lines.append(
+                f"| {pair.replace('-', '->')} | {split} | {g['bleu']:.1f} / {g['chrf']:.1f} | "
+                f"{b['bleu']:.1f} / {b['chrf']:.1f} | {rows[-1]['elapsed_s'] / 60:.0f} | "
+                f"{trained[-1]['step']} ({trained[-1]['epoch']} epochs) | {how} | {entry['cpu']} |"
+            )
+    signatures = {s["beam5"]["bleu_signature"] for e in results.values() for s in e["test"].values()}
+    lines.append("\nsacreBLEU: " + "; ".join(sorted(signatures)))
+    for pair, entry in results.items():
+        lines += [f"- {pair}: {source} -> {out}" for source, out in entry["examples"].items()]
+    return "\n".join(lines)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--data-dir", required=True)
+    p.add_argument("--data-dir")
     p.add_argument("--pairs", nargs="+", default=["en-fr", "en-de", "en-cs"])
     p.add_argument("--minutes", type=float, default=50)
     p.add_argument("--skip-training", action="store_true")
+    p.add_argument("--table", action="store_true", help="only print the table from docs/results.json")
     args = p.parse_args()
-    rows, examples, signature = [], {}, ""
-    for pair in args.pairs:
-        src, tgt = pair.split("-")
-        run = Path("runs") / f"multi30k-{src}-{tgt}"
-        if not args.skip_training:
-            seq2seq(
-                "train",
-                "--data-dir",
-                args.data_dir,
-                "--src",
-                src,
-                "--tgt",
-                tgt,
-                "--run",
-                str(run),
-                "--max-minutes",
-                str(args.minutes),
-                *RECIPE,
-            )
-        metrics = read_metrics(run)
-        for split in ("test_2016_flickr", "test_2017_flickr"):
-            if tgt not in MULTI30K_LANGS[split]:
-                continue
-            scores = {}
-            for search in (["--greedy"], ["--beam", "5"]):
-                out = seq2seq(
-                    "evaluate",
-                    "--run",
-                    str(run),
-                    "--data-dir",
-                    args.data_dir,
-                    "--split",
-                    split,
-                    "--json",
-                    *search,
-                )
-                scores[search[0]] = json.loads(out)
-            signature = scores["--beam"]["bleu_signature"]
-            g, b = scores["--greedy"], scores["--beam"]
-            rows.append(
-                f"| {src}->{tgt} | {split} | {g['bleu']:.1f} / {g['chrf']:.1f} | "
-                f"{b['bleu']:.1f} / {b['chrf']:.1f} | "
-                f"{metrics[-1]['elapsed_s'] / 60:.0f} | {metrics[-1]['step']} | "
-                f"{max(r['val_bleu'] for r in metrics):.1f} |"
-            )
-        examples[pair] = seq2seq("translate", "--run", str(run), *EXAMPLES).splitlines()
-    print(
-        "| pair | test set | greedy BLEU / chrF | beam 5 BLEU / chrF | train minutes | steps | "
-        "best val BLEU (greedy) |"
-    )
-    print("|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
-    print(f"\nsacreBLEU: {signature}\n")
-    for pair, lines in examples.items():
-        for source, translation in zip(EXAMPLES, lines, strict=True):
-            print(f"- {pair}: {source} -> {translation}")
+    results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    if not args.table:
+        if not args.data_dir:
+            p.error("--data-dir is required unless --table")
+        for pair in args.pairs:
+            results[pair] = reproduce(pair, args.data_dir, args.minutes, args.skip_training)
+            write_atomic(RESULTS, (json.dumps(results, indent=1) + "\n").encode())
+    print(table(results))
 
 
 if __name__ == "__main__":

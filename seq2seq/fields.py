@@ -23,6 +23,7 @@ RANGES = {
     "warmup": (1, 1 << 31),
     "label_smoothing": (0.0, 0.9),
     "clip_norm": (0.0, 1e6),
+    "average": (0, 1000),
     "epochs": (1, 1 << 31),
     "max_steps": (1, 1 << 40),
     "max_minutes": (0.0, 1e9),

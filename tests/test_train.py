@@ -177,8 +177,8 @@ def test_a_kill_between_the_best_weights_and_the_training_state_keeps_the_best(t
     monkeypatch.undo()
     assert trainer_state(tmp_path / "run")["best_bleu"] == -1  # the stale copy
     train(tmp_path / "run", replace(config, max_steps=12), small)
-    rows = read_metrics(tmp_path / "run")
-    assert [(r["step"], r["best"]) for r in rows] == [(6, False), (12, False)]  # 6: validated on resume
+    rows = [(r["step"], r["best"], r.get("averaged")) for r in read_metrics(tmp_path / "run")]
+    assert rows == [(6, False, None), (12, False, None), (12, False, 2)]  # 6: validated on resume
 
 
 def test_a_time_budget_pays_for_the_final_validation_from_the_first_run_on(tmp_path, monkeypatch):
@@ -242,10 +242,11 @@ def test_rerun_of_a_run_that_stopped_early_trains_no_further(tmp_path):
     )
     small = replace(REVERSE_MODEL, d_model=32, d_ff=64)
     first = train(tmp_path / "run", config, small)
-    assert first["stop"] == "early stop" and len(read_metrics(tmp_path / "run")) == 2
+    rows = read_metrics(tmp_path / "run")
+    assert first["stop"] == "early stop" and [r.get("averaged") for r in rows] == [None, None, 2]
     again = train(tmp_path / "run", config, small)
     assert again == {"step": first["step"], "stop": "early stop"}
-    assert len(read_metrics(tmp_path / "run")) == 2
+    assert read_metrics(tmp_path / "run") == rows
 
 
 def test_each_validation_redraws_the_learning_curves(tmp_path):
@@ -257,5 +258,5 @@ def test_each_validation_redraws_the_learning_curves(tmp_path):
         corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, epochs=2, device="cpu"
     )
     train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
-    assert len(read_metrics(tmp_path / "run")) == 2
+    assert [r.get("averaged") for r in read_metrics(tmp_path / "run")] == [None, None, 2]
     assert imread(tmp_path / "run" / CURVES).ndim == 3

@@ -141,9 +141,10 @@ def training_done(run: Path, final: dict) -> None:
             markup=False,
         )
     elif "val_bleu" in final:
+        averaged = f" (the mean of the last {final['averaged']} checkpoints)" if final.get("averaged") else ""
         out.print(
-            f"stopped ({final['stop']}) at step {final['step']}: val BLEU "
-            f"{final['val_bleu']:.2f}; best weights in {run / 'model.safetensors'}"
+            f"stopped ({final['stop']}) at step {final['step']}: val BLEU {final['val_bleu']:.2f}"
+            f"{averaged}; best weights in {run / 'model.safetensors'}"
         )
     elif final["stop"] == "max minutes":
         out.print(f"the --max-minutes budget was spent before a step could run; {run} is unchanged")
@@ -212,18 +213,20 @@ class TrainingDisplay(Reporter):
     def validated(self, row: dict) -> None:
         loss = "-" if row["train_loss"] is None else f"{row['train_loss']:.3f}"
         mark = " *" if row["best"] else ""
+        averaged = f"mean of last {row['averaged']}" if row.get("averaged") else None
+        speed = "-" if row.get("tokens_per_s") is None else f"{row['tokens_per_s']:,.0f}"
         self.table.add_row(
             str(row["step"]),
-            str(row["epoch"]),
+            averaged or str(row["epoch"]),
             loss,
             f"{row['val_loss']:.3f}",
             f"{row['val_bleu']:.2f}{mark}",
             f"{row['val_chrf']:.2f}",
-            f"{row['tokens_per_s']:,.0f}",
+            speed,
             f"{row['elapsed_s'] / 60:.1f}",
         )
         self.progress.console.print(
-            f"step {row['step']}: val loss {row['val_loss']:.3f}, val BLEU {row['val_bleu']:.2f}"
-            f"{' (best)' if row['best'] else ''}",
+            f"step {row['step']}{f' ({averaged})' if averaged else ''}: val loss {row['val_loss']:.3f}, "
+            f"val BLEU {row['val_bleu']:.2f}{' (best)' if row['best'] else ''}",
             markup=False,
         )

@@ -79,6 +79,9 @@ def train(
     dropout: float = typer.Option(0.1, min=0.0, max=0.9, callback=finite, help="Dropout."),
     vocab_size: int = typer.Option(8000, min=8, help="Vocabulary size, if the run has no tokenizer."),
     patience: int = typer.Option(5, min=1, help="Validations without improvement before stopping."),
+    average: int = typer.Option(
+        5, min=0, max=1000, help="At the end, validate the mean of the last N validations' weights (0: off)."
+    ),
     save_every_minutes: float = typer.Option(
         5.0, min=0.0, callback=finite, help="Save the training state this often, besides each validation."
     ),
@@ -105,6 +108,7 @@ def train(
         max_steps=max_steps,
         max_minutes=max_minutes,
         patience=patience,
+        average=average,
         save_every_minutes=save_every_minutes,
         seed=seed,
         device=device,

@@ -218,11 +218,13 @@ def remove_stale_temporaries(run_dir: Path) -> None:
 
 def append_metrics(run_dir: Path, row: dict) -> None:
     """Add a validation's row; a row of the same step (the validation redone after a kill before
-    the training state recorded it) is replaced, and a torn last line dropped. The file is written
+    the training state recorded it; the averaged weights' row has a step of its own) is replaced,
+    and a torn last line dropped. The file is written
     whole through a rename, so it is never half a row, and a link in its place is replaced, never
     followed out of the run."""
     path = Path(run_dir) / METRICS
-    rows = [r for r in read_metrics(run_dir) if r.get("step") != row["step"]] + [row]
+    key = (row["step"], row.get("averaged"))
+    rows = [r for r in read_metrics(run_dir) if (r.get("step"), r.get("averaged")) != key] + [row]
     with _saving(path):
         write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8"))
 

@@ -14,6 +14,7 @@ class TrainConfig:
     warmup: int = 800  # steps
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
+    average: int = 5  # when training ends, validate the mean of the last N validations' weights (<2: off)
     epochs: int | None = 10  # None: no epoch limit (a time or step budget, or early stopping ends it)
     max_steps: int | None = None
     max_minutes: float | None = None  # wall-clock budget: training, validation and checkpoints

@@ -12,6 +12,7 @@ from seq2seq.decoding.search import DecodeOptions
 from seq2seq.device import autocast
 from seq2seq.errors import Seq2SeqError
 from seq2seq.evaluate import evaluate
+from seq2seq.training import averaging
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.distributed import World, rank_batch
 from seq2seq.training.reporter import Reporter
@@ -64,7 +65,8 @@ class Loop:
             batches = token_batches(self.train_set.lengths, cfg.max_tokens, cfg.seed, state.epoch)
             reporter.epoch(state.epoch, self._steps(len(batches)), self._steps(state.batch))
             while state.batch < len(batches):
-                stop = self._stop_reason(state, start_time, step_seconds + validation_seconds, should_stop)
+                to_pay = step_seconds + validation_seconds * (2 if self.averaging else 1)
+                stop = self._stop_reason(state, start_time, to_pay, should_stop)
                 if stop:
                     break
                 tick = time.perf_counter()
@@ -97,7 +99,16 @@ class Loop:
             losses, tokens, train_seconds = [], 0, 0.0
             if state.bad_validations >= cfg.patience:
                 stop = "early stop"
+        if row is not None and self.averaging:  # this invocation trained: its end is scored averaged too
+            averaged = self.world.from_main(lambda: self._validate_average(state, start_time))
+            if averaged is not None:
+                reporter.validated(averaged)
+                row = averaged if averaged["best"] else row
         return {**(row or {"step": state.step}), "stop": stop or "epochs"}
+
+    @property
+    def averaging(self) -> bool:
+        return self.config.average > 1
 
     def _steps(self, n_batches: int) -> int:
         """Steps that train on `n_batches` of an epoch: one batch per process each."""
@@ -164,33 +175,63 @@ class Loop:
         """Score the model (a resumed run may validate steps trained before it started: then
         `losses` is empty), keep it if best, record the row and save the state."""
         tick = time.perf_counter()
+        row = self._scored(state, start_time)
+        state.bad_validations = 0 if row["best"] else state.bad_validations + 1
+        row |= {
+            "train_loss": sum(losses) / len(losses) if losses else None,
+            "tokens_per_s": tokens_per_s,
+        }
+        state.validated_step, state.validation_seconds = state.step, time.perf_counter() - tick
+        ckpt.append_metrics(self.run_dir, row)  # first: the state saved next marks this step validated
+        self.save(state)
+        if self.averaging:
+            averaging.save_snapshot(self.run_dir, self.model, state.step, keep=self.config.average)
+        self._draw_curves()
+        return row
+
+    def _validate_average(self, state: TrainingState, start_time: float) -> dict | None:
+        """Score the mean of the last snapshots' weights like any checkpoint (best if it beats the
+        best), then put the trained weights back; the row says how many were averaged."""
+        paths = averaging.snapshot_paths(self.run_dir)[-self.config.average :]
+        if len(paths) < 2:
+            return None
+        trained = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        self.model.load_state_dict(averaging.averaged_state(paths, self.model))
+        try:
+            row = self._scored(state, start_time) | {"train_loss": None, "tokens_per_s": None}
+        finally:
+            self.model.load_state_dict(trained)
+        row["averaged"] = len(paths)
+        ckpt.append_metrics(self.run_dir, row)
+        self.save(state)  # the best score it may have raised
+        self._draw_curves()
+        return row
+
+    def _scored(self, state: TrainingState, start_time: float) -> dict:
+        """Validation loss and greedy BLEU of the model as it is now; the weights become the run's
+        best if the BLEU beats the best so far."""
         val_loss = self.val_loss()
         result = evaluate(self.model, self.tokenizer, self.val_pairs, self.val_options)
         bleu = result.scores.bleu
         improved = bleu > state.best_bleu
-        state.bad_validations = 0 if improved else state.bad_validations + 1
         if improved:
             state.best_bleu = bleu
             ckpt.save_weights(self.model, self.run_dir / ckpt.BEST, val_bleu=bleu)
-        row = {
+        return {
             "step": state.step,
             "epoch": state.epoch,  # epochs completed
             "batch": state.batch,  # batches into the next one (non-zero when stopped mid-epoch)
-            "train_loss": sum(losses) / len(losses) if losses else None,
             "val_loss": val_loss,
             "val_bleu": bleu,
             "val_chrf": result.scores.chrf,
             "best": improved,
             "lr": self.optimizer.param_groups[0]["lr"],
-            "tokens_per_s": tokens_per_s,
             "elapsed_s": time.monotonic() - start_time,
         }
-        state.validated_step, state.validation_seconds = state.step, time.perf_counter() - tick
-        ckpt.append_metrics(self.run_dir, row)  # first: the state saved next marks this step validated
-        self.save(state)
+
+    def _draw_curves(self) -> None:
         if plots.available():
             plots.learning_curves(ckpt.read_metrics(self.run_dir), self.run_dir / ckpt.CURVES)
-        return row
 
     def save(self, state: TrainingState) -> None:
         """The training state to resume from at exactly the next batch (rank 0 writes it)."""

@@ -56,6 +56,8 @@ def learning_curves(rows: list[dict], path: Path) -> None:
     """Train and validation loss, and validation BLEU, against the step; the best checkpoint (the
     last validation that improved BLEU) marked."""
     _, Figure = _matplotlib()
+    averaged = [r for r in rows if r.get("averaged")]
+    rows = [r for r in rows if not r.get("averaged")]
     steps = [r["step"] for r in rows]
     figure = Figure(figsize=(9, 3.6), layout="constrained")
     loss, bleu = figure.subplots(1, 2)
@@ -70,12 +72,16 @@ def learning_curves(rows: list[dict], path: Path) -> None:
     loss.set(xlabel="step", ylabel="loss per target piece", title="loss")
     loss.legend()
     bleu.plot(steps, [r["val_bleu"] for r in rows], "o-", color="C2")
-    best = [r for r in rows if r.get("best")]
+    if averaged:
+        a = averaged[-1]
+        bleu.plot([a["step"]], [a["val_bleu"]], "D", color="C1", label=f"mean of last {a['averaged']}")
+    best = [r for r in rows + averaged if r.get("best")]
     if best:
         b = best[-1]
         bleu.plot(
             [b["step"]], [b["val_bleu"]], "*", color="C3", markersize=14, label="best (model.safetensors)"
         )
+    if best or averaged:
         bleu.legend(loc="lower right")
     bleu.set(xlabel="step", ylabel="BLEU", title="validation BLEU (greedy)")
     for ax in (loss, bleu):
