@@ -1,33 +1,39 @@
 """`bench_decode.py --against ctranslate2`: our decoder and the C++ engine on the same weights (the
-run exported with `seq2seq export`), the same sentences, batch size and thread count, in one
-process, two modes:
+run exported with `seq2seq export`), the same sentences, batch size and thread count, two modes:
 
 - forced: every output exactly --forced-len pieces (ours: that many pieces, then the EOS step; the
   engine: the same number of decoder steps, since its length limit counts no EOS step; lines are
   compared on their first --forced-len pieces);
 - free: real decoding of the sentences, each side ending when it emits EOS.
 
-and each precision both sides have: fp32; int8 (ours `--quantize int8`, PyTorch's dynamic int8;
+and each precision both sides have: fp32 (ours on packed GEMMs where they are measured faster,
+as the CLI decodes; --no-pack for the plain path); int8 (ours `--quantize int8`, PyTorch's dynamic int8;
 the engine's compute_type int8); bf16 where the CPU computes it natively (ours autocast, the
 engine's bfloat16). Each row: sentences/s for both (median of --repeats), their ratio, the share
 of output lines that are identical token for token, and in free mode, when the split's references
 are at hand, each side's BLEU, so that int8's cost in quality stands next to its speed.
+Ours is timed in this process, the engine in a process of its own (engine_worker.py), one after
+the other, so neither shares its cores with the other's threads.
 Beam search agrees less often than greedy: the engine divides scores by length^alpha, we by
 ((5 + length) / 6)^alpha. Hugging Face `generate()` on the same weights follows (against_hf.py).
 """
 
 import contextlib
+import json
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import torch
 from against_hf import generate, hf_model
-from timing import median_time
 
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.device import use_bf16
 from seq2seq.evaluate import score
 from seq2seq.export.ctranslate2 import export_ctranslate2
+from seq2seq.models.packed import packed_if_faster
 from seq2seq.models.quantize import quantize
 
 HEADER = (
@@ -41,9 +47,11 @@ def compare(model, tokenizer, run: str, sources, references, args, measure) -> N
     `references`: the target side of the sentences, or None (no BLEU column)."""
     import ctranslate2
 
+    fp32, packing_ms = _timed(lambda: model if args.no_pack else packed_if_faster(model))
+    int8, quantizing_ms = _timed(lambda: quantize(model, "int8"))
     precisions = {  # name: (our model, the context it decodes in, the engine's compute_type)
-        "fp32": (model, contextlib.nullcontext, "float32"),
-        "int8": (quantize(model, "int8"), contextlib.nullcontext, "int8"),
+        "fp32": (fp32, contextlib.nullcontext, "float32"),
+        "int8": (int8, contextlib.nullcontext, "int8"),
     }
     if use_bf16(torch.device("cpu"), True):
         # the engine has no bf16 on most CPUs: then our best mode meets its best mode, int8
@@ -62,19 +70,19 @@ def compare(model, tokenizer, run: str, sources, references, args, measure) -> N
         engine_dir = export_ctranslate2(run, Path(tmp) / "model")
         pieces = [tokenizer.id_pieces(ids[:-1]) for ids in sources]  # the engine adds </s>
         print(f"\nagainst CTranslate2 {ctranslate2.__version__}, same weights, {len(sources)} sentences")
+        packing = (
+            "off (--no-pack)" if fp32 is model else f"on ({packing_ms:.0f} ms to pack the weights at load)"
+        )
+        if fp32 is model and not args.no_pack:
+            packing = "off: packed GEMMs are not measured faster on this CPU"
+        print(f"our fp32 on packed GEMMs: {packing}; int8: {quantizing_ms:.0f} ms to quantize at load")
         if bf16_note:
             print(bf16_note)
         print(HEADER.format(peer="CTranslate2"))
         print("|---" * 9 + "|")
         ours_fp32 = {}
         for name, (ours, context, compute_type) in precisions.items():
-            engine = ctranslate2.Translator(
-                str(engine_dir),
-                device="cpu",
-                intra_threads=args.threads,
-                inter_threads=1,
-                compute_type=compute_type,
-            )
+            jobs, timed = [], []
             for mode, (ours_len, engine_len) in modes.items():
                 for beam in args.beams:
                     options = DecodeOptions(
@@ -82,18 +90,25 @@ def compare(model, tokenizer, run: str, sources, references, args, measure) -> N
                     )
                     with context():
                         ours_s, _, ours_out = measure(ours, sources, options, args.repeats)
-                    limits = {
-                        "min_decoding_length": engine_len or 1,
-                        "max_decoding_length": engine_len or 256,
-                    }
-                    engine_s, engine_out = _engine(engine, tokenizer, pieces, beam, args, limits)
-                    if ours_len:  # the engine's extra step is the one we spend on EOS
-                        engine_out = [out[:ours_len] for out in engine_out]
                     if name == "fp32":
                         ours_fp32[mode, beam] = ours_s, ours_out
-                    scores = (bleu(ours_out), bleu(engine_out)) if not ours_len else ("", "")
-                    _row(mode, beam, name, len(sources), ours_s, engine_s, ours_out, engine_out, scores)
-            del engine
+                    timed.append((mode, beam, ours_len, ours_s, ours_out))
+                    jobs.append(
+                        {
+                            "beam": beam,
+                            "min_decoding_length": engine_len or 1,
+                            "max_decoding_length": engine_len or 256,
+                        }
+                    )
+            engine = _engine(engine_dir, compute_type, pieces, jobs, args)
+            for (mode, beam, ours_len, ours_s, ours_out), (engine_s, engine_pieces) in zip(
+                timed, engine, strict=True
+            ):
+                engine_out = [[tokenizer.sp.PieceToId(p) for p in out] for out in engine_pieces]
+                if ours_len:  # the engine's extra step is the one we spend on EOS
+                    engine_out = [out[:ours_len] for out in engine_out]
+                scores = (bleu(ours_out), bleu(engine_out)) if not ours_len else ("", "")
+                _row(mode, beam, name, len(sources), ours_s, engine_s, ours_out, engine_out, scores)
     _against_hf(model, sources, modes, ours_fp32, bleu, args)
 
 
@@ -125,6 +140,13 @@ def _row(mode, beam, precision, n, ours_s, peer_s, ours_out, peer_out, scores) -
     )
 
 
+def _timed(build):
+    """What `build()` returns, and the milliseconds it took."""
+    start = time.perf_counter()
+    result = build()
+    return result, 1000 * (time.perf_counter() - start)
+
+
 def _bleu(tokenizer, references):
     """outputs (id lists) -> their sacreBLEU score as text, or "" when there are no references."""
     if references is None:
@@ -132,11 +154,23 @@ def _bleu(tokenizer, references):
     return lambda outputs: f"{score(tokenizer.decode(outputs), references).bleu:.2f}"
 
 
-def _engine(engine, tokenizer, pieces, beam: int, args, limits: dict):
-    """Median seconds of translating everything, and the outputs as id lists (in input order)."""
-    engine.translate_batch(pieces[:2], beam_size=beam, **limits)  # warm-up
-    seconds, results = median_time(
-        lambda: engine.translate_batch(pieces, beam_size=beam, max_batch_size=args.batch_size, **limits),
-        args.repeats,
+def _engine(engine_dir: Path, compute_type: str, pieces, jobs: list[dict], args) -> list[tuple]:
+    """(median seconds, outputs as piece lists) per job, from the engine in its own process
+    (engine_worker.py), so that no PyTorch shares its cores."""
+    request = {
+        "model": str(engine_dir),
+        "compute_type": compute_type,
+        "threads": args.threads,
+        "batch_size": args.batch_size,
+        "repeats": args.repeats,
+        "jobs": jobs,
+        "pieces": pieces,
+    }
+    worker = Path(__file__).with_name("engine_worker.py")
+    proc = subprocess.run(
+        [sys.executable, str(worker)], input=json.dumps(request), capture_output=True, text=True
     )
-    return seconds, [[tokenizer.sp.PieceToId(p) for p in r.hypotheses[0]] for r in results]
+    if proc.returncode != 0:
+        raise SystemExit(f"the CTranslate2 worker failed: {proc.stderr.strip()[-2000:]}")
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    return [(a["seconds"], a["outputs"]) for a in answers]

@@ -26,6 +26,7 @@ from seq2seq.data.batch import pad
 from seq2seq.data.corpus import load_pairs
 from seq2seq.data.special import EOS_ID
 from seq2seq.decoding.search import DecodeOptions, search
+from seq2seq.models.packed import packed_if_faster
 from seq2seq.models.registry import build_model, preset_config
 from seq2seq.models.transformer import PRESETS
 from seq2seq.training.checkpoint import load_run
@@ -49,6 +50,8 @@ def main() -> None:
 
         compare(model, tokenizer, args.run, sources, references, args, measure)
         return
+    decoder = model if args.no_pack else packed_if_faster(model)
+    print(f"fp32 on packed GEMMs: {'yes' if decoder is not model else 'no'}")
     rows = []
     for beam in args.beams:
         for use_cache in (True, False) if not args.cached_only else (True,):
@@ -60,14 +63,14 @@ def main() -> None:
                 use_cache=use_cache,
                 batch_size=args.batch_size,
             )
-            seconds, tokens, _ = measure(model, sources[:n], options, args.repeats)
+            seconds, tokens, _ = measure(decoder, sources[:n], options, args.repeats)
             rows.append((beam, use_cache, n, n / seconds, tokens / seconds))
     print_table(rows)
     if args.lengths:
-        length_table(model, sources[: args.batch_size], args)
+        length_table(decoder, sources[: args.batch_size], args)
     if args.profile:
         for beam in args.beams:
-            profile(model, sources, DecodeOptions(beam=beam, min_len=args.min_len, max_len=args.max_len))
+            profile(decoder, sources, DecodeOptions(beam=beam, min_len=args.min_len, max_len=args.max_len))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak resident memory of this process: {peak:.0f} MiB")
 
@@ -185,6 +188,7 @@ def parse_args():
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--cached-only", action="store_true")
+    p.add_argument("--no-pack", action="store_true", help="fp32 on F.linear, not packed GEMMs (the CLI's)")
     p.add_argument("--profile", action="store_true", help="also print the top operators (cached)")
     p.add_argument("--against", choices=["ctranslate2"], help="the C++ engine on the same weights")
     p.add_argument("--forced-len", type=int, default=20, help="output length of --against's forced mode")

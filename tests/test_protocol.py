@@ -4,7 +4,9 @@ asking which one they hold. A new architecture gets all of this from its line in
 
 int8 quantizes activations with one scale per call over the whole batch, so there the equivalences
 that are exact in fp32 hold within a tolerance (same tokens, scores within 0.1 nats), and only
-those that keep the batch as it is (greedy search, not beams; not batched == alone).
+those that keep the batch as it is (greedy search, not beams; not batched == alone). The packed
+forms (fp32 on oneDNN's packed GEMMs, what the CLI decodes with where it is faster) must satisfy
+all of it, within fp32 rounding.
 """
 
 from dataclasses import asdict
@@ -14,6 +16,7 @@ import torch
 
 from seq2seq.data.batch import pad
 from seq2seq.decoding.search import beam_search, greedy
+from seq2seq.models.packed import pack, packing_available
 from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
 from seq2seq.models.quantize import quantize
 from seq2seq.models.registry import ARCHITECTURES, build_model, config_from_dict, preset_config
@@ -36,24 +39,27 @@ VARIANTS = {
     for name, options in {"": {}, **OPTIONS.get(arch, {})}.items()
 }
 INT8 = ["transformer-int8", "rnn-int8"]
+PACKED = [f"{name}-packed" for name in VARIANTS]
 
 
 def with_beams(*beams: int) -> list[tuple[str, int]]:
     """(variant, beam) pairs: every beam for fp32; greedy alone for int8, whose per-call scales make
     a beam's changing batch decode differently."""
-    return [(name, beam) for name in VARIANTS for beam in beams] + [(name, 1) for name in INT8]
+    return [(name, beam) for name in [*VARIANTS, *PACKED] for beam in beams] + [(name, 1) for name in INT8]
 
 
 SOURCES = [[5, 9, 12, 3], [7, 3], [11, 4, 6, 8, 20, 3], [30, 31, 3]]
 
 
 def make(name: str, seed: int = 0) -> Seq2SeqModel:
-    """A variant (or `<arch>-int8`) of the tiny preset, narrowed, in eval mode."""
-    base, int8 = name.removesuffix("-int8"), name.endswith("-int8")
+    """A variant (or its `-int8` or `-packed` form) of the tiny preset, narrowed, in eval mode."""
+    base, form = name.removesuffix("-int8").removesuffix("-packed"), name[name.rfind("-") + 1 :]
     arch, options = VARIANTS[base]
     torch.manual_seed(seed)
     model = build_model(preset_config(arch, "tiny", **SMALL, **options)).eval()
-    return quantize(model, "int8") if int8 else model
+    if form == "packed" and not packing_available(model):
+        pytest.skip("this PyTorch has no oneDNN linear")
+    return {"int8": lambda: quantize(model, "int8"), "packed": lambda: pack(model)}.get(form, lambda: model)()
 
 
 def tolerance(name: str) -> float:
@@ -76,7 +82,7 @@ def tokens_and_scores(results):
     return [[h.tokens for h in hyps] for hyps in results], [h.score for hyps in results for h in hyps]
 
 
-@pytest.fixture(params=[*VARIANTS, *INT8])
+@pytest.fixture(params=[*VARIANTS, *INT8, *PACKED])
 def name(request):
     return request.param
 
@@ -127,7 +133,7 @@ def test_beam_one_equals_greedy(name, alpha):
     assert [h.score for h in g] == pytest.approx([x[0].score for x in b])
 
 
-@pytest.mark.parametrize("name,beam", [(name, beam) for name in VARIANTS for beam in (1, 3)])
+@pytest.mark.parametrize("name,beam", [(name, beam) for name in [*VARIANTS, *PACKED] for beam in (1, 3)])
 def test_a_batch_equals_each_sentence_alone(name, beam):
     """fp32 only: int8's activation scale is computed over the whole batch, so a sentence's int8
     output may depend on its batch (the RNN's does, here)."""

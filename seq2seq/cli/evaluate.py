@@ -83,9 +83,9 @@ def evaluate(
     baseline_lines = read_lines(baseline) if baseline is not None else None
     if baseline_lines is not None and len(baseline_lines) != len(pairs):
         raise Seq2SeqError(f"{baseline} has {len(baseline_lines)} lines but the test set has {len(pairs)}")
-    model, tokenizer = load_run(run, device, quantize=quantize)
+    model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
     if baseline_run is not None:  # decoded the same way as the run under test
-        other, other_tokenizer = load_run(baseline_run, device, quantize=quantize)
+        other, other_tokenizer = load_run(baseline_run, device, quantize=quantize, packed=True)
         baseline_lines = evaluate_pairs(other, other_tokenizer, pairs, options).hypotheses
     result = evaluate_pairs(model, tokenizer, pairs, options)
     if output is not None:
@@ -151,7 +151,7 @@ def score(
     sources, targets = read_lines(source), read_lines(target)
     if len(sources) != len(targets):
         raise Seq2SeqError(f"{source} has {len(sources)} lines but {target} has {len(targets)}")
-    model, tokenizer = load_run(run, device)
+    model, tokenizer = load_run(run, device, packed=True)
     scores = score_pairs(model, tokenizer, sources, targets, length_penalty, batch_size)
     if as_json:
         out = [

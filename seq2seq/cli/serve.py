@@ -45,7 +45,7 @@ def serve(
     torch.set_num_threads(threads or max(1, (os.cpu_count() or 2) - 1))
     run = run_dir(run)
     sock = listen(host, port)  # a busy port fails before the run is loaded
-    model, tokenizer = load_run(run, device)
+    model, tokenizer = load_run(run, device, packed=True)
     info = run_info(run, model, tokenizer)
     app = create_app(model, tokenizer, info, beam=beam, max_batch=max_batch, max_wait_ms=max_wait_ms)
     address = sock.getsockname()

@@ -93,7 +93,7 @@ def translate(
     progress = output is not None and not live
     total = len(texts) if texts else count_lines(input) if input and progress else None
     with LineWriter(output) as writer:
-        model, tokenizer = load_run(run_dir(run), device, quantize=quantize)
+        model, tokenizer = load_run(run_dir(run), device, quantize=quantize, packed=True)
         for notice in length_notices(model, options):
             display.warn(notice)
         if live:

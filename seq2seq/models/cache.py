@@ -15,8 +15,8 @@ class DecoderCache:
     def __init__(self, cross_kv: list[tuple[Tensor, Tensor]], src_mask: Tensor, self_kv: Tensor):
         self.cross_kv = cross_kv  # per layer, 2 x (B, H, S, Dh)
         self.src_mask = src_mask  # (B, 1, 1, S), True where the source is not padding
-        self.self_kv = self_kv  # (L, 2, B, H, Tmax, Dh)
-        self.spare: Tensor | None = None  # same shape: the target of the next reorder
+        self.self_kv = self_kv  # (L, 2, B, H, Tmax, Dh), contiguous: a view of the front of a flat buffer
+        self.spare: Tensor | None = None  # the other flat buffer: where the next reorder or select goes
         self.length = 0  # target positions written so far
 
     def append_self_kv(self, layer: int, q: Tensor, k: Tensor, v: Tensor):
@@ -30,13 +30,7 @@ class DecoderCache:
 
     def reorder(self, beam_idx: Tensor) -> None:
         """Row i continues the hypothesis of row beam_idx[i]: move the self-attention K/V only."""
-        # Gather into a second buffer and swap (no copy back); only the filled prefix moves, the
-        # rest of the spare is written before it is ever read.
-        if self.spare is None:
-            self.spare = torch.empty_like(self.self_kv)
-        t = self.length
-        torch.index_select(self.self_kv[..., :t, :], 2, beam_idx, out=self.spare[..., :t, :])
-        self.self_kv, self.spare = self.spare, self.self_kv
+        self._gather_self_kv(beam_idx)
 
     def select(self, rows: Tensor) -> None:
         """Keep only `rows`, in this order, repeats allowed: finished sentences leave the batch
@@ -44,8 +38,25 @@ class DecoderCache:
         beam."""
         self.cross_kv = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.cross_kv]
         self.src_mask = self.src_mask.index_select(0, rows)
-        self.self_kv = self.self_kv.index_select(2, rows)
-        self.spare = None
+        self._gather_self_kv(rows)
+
+    def _gather_self_kv(self, rows: Tensor) -> None:
+        """The self-attention K/V of `rows` into the spare buffer, which becomes the cache's, and the
+        cache's buffer the spare: two buffers serve a whole search, whatever the row count does.
+        Only the filled prefix moves; the rest is written before it is ever read. (A fresh buffer per
+        call would be a fresh mapping of tens of megabytes at beam 5, whose page faults cost more
+        than the copy; and beam search selects at almost every step, as sentences finish.)"""
+        L, two, _, H, T, Dh = self.self_kv.shape
+        shape = (L, two, len(rows), H, T, Dh)
+        size = L * two * len(rows) * H * T * Dh
+        if self.spare is None or self.spare.numel() < size:
+            self.spare = self.self_kv.new_empty(size)
+        target = self.spare[:size].view(shape)
+        t = self.length
+        torch.index_select(self.self_kv[..., :t, :], 2, rows, out=target[..., :t, :])
+        flat = self.self_kv.view(-1)
+        self.spare = flat._base if flat._base is not None else flat  # the whole of the old buffer
+        self.self_kv = target
 
 
 class PrefixCache:

@@ -72,10 +72,15 @@ def model_config(sections: dict) -> ModelConfig:
 
 
 def load_run(
-    run_dir: Path, device: str | torch.device = "cpu", weights: str = BEST, quantize: str | None = None
+    run_dir: Path,
+    device: str | torch.device = "cpu",
+    weights: str = BEST,
+    quantize: str | None = None,
+    packed: bool = False,
 ) -> tuple[Seq2SeqModel, Tokenizer]:
     """(model in eval mode, tokenizer) from a run directory, with every mismatch a clean error;
-    `device` may be "auto"; `quantize="int8"` gives the int8 decoder (`models/quantize.py`)."""
+    `device` may be "auto"; `quantize="int8"` gives the int8 decoder (`models/quantize.py`);
+    `packed` the fp32 decoder on packed GEMMs where they are faster here (`models/packed.py`)."""
     run_dir = Path(run_dir)
     if isinstance(device, str) and device in ("auto", "cpu", "cuda"):
         device = resolve_device(device)
@@ -93,6 +98,10 @@ def load_run(
         from seq2seq.models.quantize import quantize as quantized
 
         model = quantized(model, quantize)
+    elif packed:
+        from seq2seq.models.packed import packed_if_faster
+
+        model = packed_if_faster(model)
     return model, tokenizer
 
 

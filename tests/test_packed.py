@@ -1,0 +1,80 @@
+"""Packed GEMMs: the decode path the CLI uses where they are faster gives the plain eager path's
+translations token for token, and bf16 decoding is untouched by it."""
+
+import pytest
+import torch
+from torch import nn
+
+from seq2seq.data.batch import pad
+from seq2seq.decoding.search import DecodeOptions, beam_search, translate
+from seq2seq.models import packed as packed_module
+from seq2seq.models.packed import PackedLinear, pack, packing_available, packing_speedup
+from seq2seq.training import checkpoint as ckpt
+from tests.conftest import EN, tiny_model, write_run
+from tests.serve_helpers import tiny_rnn
+
+pytestmark = pytest.mark.skipif(not packing_available(tiny_model()), reason="no oneDNN linear here")
+MODELS = {"transformer": lambda: tiny_model(vocab_size=40, seed=1), "rnn": lambda: tiny_rnn(40, seed=1)}
+SOURCES = [[5, 9, 12, 3], [7, 3], [11, 4, 6, 8, 20, 3], [30, 31, 3], [8, 8, 8, 8, 8, 8, 8, 3]]
+
+
+@pytest.mark.parametrize("arch", MODELS)
+def test_pack_replaces_every_linear_layer_of_a_copy(arch):
+    model = MODELS[arch]()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    packed = pack(model)
+    assert not any(type(m) is nn.Linear for m in packed.modules())
+    assert isinstance(packed.generator, PackedLinear)  # the tied output projection too
+    assert model.generator is None and all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert not {p.data_ptr() for p in model.parameters()} & {q.data_ptr() for q in packed.parameters()}
+
+
+@pytest.mark.parametrize("arch", MODELS)
+@pytest.mark.parametrize("beam", [1, 4])
+def test_packed_search_gives_the_plain_search_token_for_token(arch, beam):
+    model = MODELS[arch]()
+    lens = torch.full((len(SOURCES),), 12)
+    plain = beam_search(model, pad(SOURCES), beam, lens, nbest=beam)
+    fast = beam_search(pack(model), pad(SOURCES), beam, lens, nbest=beam)
+    assert [[h.tokens for h in hyps] for hyps in fast] == [[h.tokens for h in hyps] for hyps in plain]
+    scores = [h.score for hyps in plain for h in hyps]
+    assert [h.score for hyps in fast for h in hyps] == pytest.approx(scores, abs=1e-4)
+
+
+@pytest.mark.parametrize("arch", MODELS)
+def test_packed_logits_are_the_plain_logits_within_fp32_rounding(arch):
+    model = MODELS[arch]()
+    src, tgt = (
+        pad(SOURCES),
+        torch.randint(4, 40, (len(SOURCES), 6), generator=torch.Generator().manual_seed(0)),
+    )
+    with torch.inference_mode():
+        torch.testing.assert_close(pack(model)(src, tgt), model(src, tgt), atol=1e-5, rtol=1e-5)
+
+
+def test_under_bf16_autocast_packed_layers_compute_exactly_what_plain_ones_do():
+    model = tiny_model(vocab_size=40, seed=2)
+    src, tgt = (
+        pad(SOURCES),
+        torch.randint(4, 40, (len(SOURCES), 6), generator=torch.Generator().manual_seed(1)),
+    )
+    with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16):
+        assert torch.equal(pack(model)(src, tgt), model(src, tgt))
+
+
+@pytest.mark.parametrize("pays", [True, False])
+def test_load_run_packs_only_where_it_pays_and_never_an_int8_model(tmp_path, monkeypatch, pays):
+    run = tmp_path / "run"
+    write_run(run, lambda v: tiny_model(vocab_size=v, seed=3))
+    monkeypatch.setattr(packed_module, "packing_pays", lambda: pays)
+    model, tokenizer = ckpt.load_run(run, packed=True)
+    assert isinstance(model.generator, PackedLinear) == pays
+    plain, _ = ckpt.load_run(run)
+    options = DecodeOptions(beam=3)
+    assert translate(model, tokenizer, EN, options).best == translate(plain, tokenizer, EN, options).best
+    int8, _ = ckpt.load_run(run, quantize="int8", packed=True)
+    assert not any(isinstance(m, PackedLinear) for m in int8.modules())
+
+
+def test_the_speedup_is_measured():
+    assert packing_speedup(rows=8, d_model=16, vocab=64) > 0
