@@ -130,25 +130,27 @@ def greedy(
     tokens = torch.full((B,), BOS_ID, device=src.device)
     history = torch.zeros(B, 0, dtype=torch.long, device=src.device)  # (n, t)
     scores = torch.zeros(B, device=src.device)
+    alive = torch.ones(B, dtype=torch.bool, device=src.device)  # (n,) rows still decoding
     results: list[Hypothesis | None] = [None] * B
     for t in range(int(max_lens.max()) + 1):
         logprobs = model.decode_step(tokens, cache).float().log_softmax(-1)  # (n, V)
         constrain(logprobs, t, min_len, max_lens[sent])
         best, tokens = logprobs.max(-1)
         scores += best
-        done = tokens == EOS_ID
+        done = (tokens == EOS_ID) & alive
         for row in done.nonzero()[:, 0].tolist():
             length = history.size(1) + 1
             results[sent[row]] = Hypothesis(
                 history[row].tolist(), scores[row].item() / penalty(length, alpha)
             )
         history = torch.cat([history, tokens[:, None]], dim=1)
-        if done.any():
-            keep = (~done).nonzero()[:, 0]
-            if len(keep) == 0:
-                break
+        alive &= ~done
+        if not alive.any():
+            break
+        if compaction_due(alive):
+            keep = alive.nonzero()[:, 0]
             cache.select(keep)
-            sent, tokens, history, scores = sent[keep], tokens[keep], history[keep], scores[keep]
+            sent, tokens, history, scores, alive = (x[keep] for x in (sent, tokens, history, scores, alive))
     return results
 
 
@@ -180,13 +182,14 @@ def beam_search(
     history = torch.zeros(B, 1, 0, dtype=torch.long, device=device)  # (n, k, t)
     tokens = torch.full((B,), BOS_ID, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+    alive = torch.ones(B, dtype=torch.bool, device=device)  # (n,) sentences still searching
     for t in range(int(max_lens.max()) + 1):
         n, k = scores.shape
         logprobs = model.decode_step(tokens, cache).float().log_softmax(-1)  # (n*k, V)
         constrain(logprobs, t, min_len, max_lens[sent].repeat_interleave(k))
         top_scores, parent, token = best_continuations(scores, logprobs, 2 * K)  # (n, 2K) each
         is_eos = token == EOS_ID
-        ends = is_eos[:, :K] & top_scores[:, :K].isfinite()
+        ends = is_eos[:, :K] & top_scores[:, :K].isfinite() & alive[:, None]
         for i, j in ends.nonzero().tolist():
             prefix = history[i, parent[i, j]].tolist()
             score = top_scores[i, j].item() / penalty(len(prefix) + 1, alpha)
@@ -196,18 +199,28 @@ def beam_search(
         scores, parent, token = (x.gather(1, order) for x in (top_scores, parent, token))
         history = torch.cat([history.gather(1, parent[:, :, None].expand(-1, -1, t)), token[:, :, None]], 2)
         beam_idx = (torch.arange(n, device=device)[:, None] * k + parent).view(-1)  # (n*K,)
-        done = torch.tensor([len(finished[b]) >= K for b in sent.tolist()], device=device)
-        done |= t >= max_lens[sent]
-        if done.all():
+        complete = torch.tensor([len(finished[b]) >= K for b in sent.tolist()], device=device)
+        alive &= ~(complete | (t >= max_lens[sent]))
+        if not alive.any():
             break
-        if done.any() or k != K:
-            keep = (~done).nonzero()[:, 0]
+        if k != K or compaction_due(alive):
+            keep = alive.nonzero()[:, 0]
             cache.select(beam_idx.view(n, K)[keep].view(-1))  # reorder, shrink or grow in one copy
-            sent, scores, history, token = sent[keep], scores[keep], history[keep], token[keep]
+            sent, scores, history, token, alive = (x[keep] for x in (sent, scores, history, token, alive))
         elif not is_identity(beam_idx):
             cache.reorder(beam_idx)
         tokens = token.reshape(-1)
     return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]
+
+
+COMPACTION_SHARE = 0.25
+
+
+def compaction_due(alive: Tensor) -> bool:
+    """Whether to drop the finished sentences from the batch now: once they are a quarter of it.
+    Until then they ride along (their rows are computed and ignored): dropping them costs a copy of
+    both caches, and sentences finish at almost every step of a batch."""
+    return bool((~alive).sum() >= COMPACTION_SHARE * len(alive))
 
 
 def best_continuations(scores: Tensor, logprobs: Tensor, width: int) -> tuple[Tensor, Tensor, Tensor]:
