@@ -10,14 +10,13 @@ and reads one JSON line per job from stdout: {"seconds": median, "outputs": [[pi
 """
 
 import json
-import statistics
 import sys
-import time
+
+import ctranslate2
+from timing import median_time  # this folder is on the path when a script runs
 
 
 def main() -> None:
-    import ctranslate2  # here, not at import time: this file is also read by tests for its doc
-
     request = json.load(sys.stdin)
     engine = ctranslate2.Translator(
         request["model"],
@@ -29,16 +28,16 @@ def main() -> None:
     pieces = request["pieces"]
     for job in request["jobs"]:
         limits = {k: job[k] for k in ("min_decoding_length", "max_decoding_length")}
-        engine.translate_batch(pieces[:2], beam_size=job["beam"], **limits)  # warm-up
-        times = []
-        for _ in range(request["repeats"]):
-            start = time.perf_counter()
-            results = engine.translate_batch(
-                pieces, beam_size=job["beam"], max_batch_size=request["batch_size"], **limits
-            )
-            times.append(time.perf_counter() - start)
+        options = {"beam_size": job["beam"], **limits}
+        engine.translate_batch(pieces[:2], **options)  # warm-up
+        seconds, results = median_time(
+            lambda options=options: engine.translate_batch(
+                pieces, max_batch_size=request["batch_size"], **options
+            ),
+            request["repeats"],
+        )
         outputs = [r.hypotheses[0] for r in results]
-        print(json.dumps({"seconds": statistics.median(times), "outputs": outputs}), flush=True)
+        print(json.dumps({"seconds": seconds, "outputs": outputs}), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The architectures: the `Seq2SeqModel` protocol (`protocol.py`), the registry that names them
-(`registry.py`), the Transformer and the RNN, their decoding caches, and int8 quantization.
+(`registry.py`), the Transformer and the RNN, their decoding caches, int8 quantization, and packed
+GEMMs for fp32 decoding on the CPU.
 
 May import: `seq2seq.data.special` (the fixed piece ids), `seq2seq.errors`, `seq2seq.fields` (typed
 configs from JSON). Nothing downstream."""

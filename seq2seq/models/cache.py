@@ -4,6 +4,8 @@ Shapes: B rows (sentences x beams), H heads, S source length, Dh head dim, L dec
 Tmax the longest target the buffers hold.
 """
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -15,7 +17,8 @@ class DecoderCache:
     def __init__(self, cross_kv: list[tuple[Tensor, Tensor]], src_mask: Tensor, self_kv: Tensor):
         self.cross_kv = cross_kv  # per layer, 2 x (B, H, S, Dh)
         self.src_mask = src_mask  # (B, 1, 1, S), True where the source is not padding
-        self.self_kv = self_kv  # (L, 2, B, H, Tmax, Dh), contiguous: a view of the front of a flat buffer
+        self.self_kv = self_kv  # (L, 2, B, H, Tmax, Dh), contiguous: a view of the front of `buffer`
+        self.buffer = self_kv.view(-1)  # the flat memory self_kv lives in
         self.spare: Tensor | None = None  # the other flat buffer: where the next reorder or select goes
         self.length = 0  # target positions written so far
 
@@ -48,15 +51,13 @@ class DecoderCache:
         than the copy; and beam search selects at almost every step, as sentences finish.)"""
         L, two, _, H, T, Dh = self.self_kv.shape
         shape = (L, two, len(rows), H, T, Dh)
-        size = L * two * len(rows) * H * T * Dh
+        size = math.prod(shape)
         if self.spare is None or self.spare.numel() < size:
-            self.spare = self.self_kv.new_empty(size)
+            self.spare = self.buffer.new_empty(size)
         target = self.spare[:size].view(shape)
         t = self.length
         torch.index_select(self.self_kv[..., :t, :], 2, rows, out=target[..., :t, :])
-        flat = self.self_kv.view(-1)
-        self.spare = flat._base if flat._base is not None else flat  # the whole of the old buffer
-        self.self_kv = target
+        self.self_kv, self.buffer, self.spare = target, self.spare, self.buffer
 
 
 class PrefixCache:
