@@ -47,3 +47,30 @@ def test_presets_build(preset):
     if preset == "small":  # the JoeyNMT peer's shape: 7.6M parameters with an 8000 vocab
         n = sum(p.numel() for p in Transformer(cfg).parameters())
         assert 7.5e6 < n < 7.7e6
+
+
+def test_beams_share_their_sentence_cross_attention_and_step_as_if_each_had_a_copy():
+    """A cache selected in runs of `beams` rows keeps one cross K/V per sentence; its steps (and
+    their recorded weights) equal those of a cache that copied the K/V for every row."""
+    model = tiny_model()
+    src, _ = random_batch()
+    rows = torch.tensor([0, 0, 0, 2, 2, 2])  # sentences 0 and 2, three beams each
+    tokens = torch.tensor([5, 6, 7, 8, 9, 10])
+    with torch.no_grad():
+        memory, src_mask = model.encode(src)
+        shared, copied = (model.start_cache(memory, src_mask, max_len=4) for _ in range(2))
+        shared.select(rows, beams=3)
+        copied.select(rows)
+        assert shared.cross_kv[0][0].size(0) == 2 and copied.cross_kv[0][0].size(0) == 6
+        for _ in range(2):
+            records = AttentionRecord(), AttentionRecord()
+            a = model.step(tokens, shared, records[0])
+            b = model.step(tokens, copied, records[1])
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+            for x, y in zip(records[0].cross, records[1].cross, strict=True):
+                torch.testing.assert_close(x, y, atol=1e-6, rtol=1e-5)
+        shared.reorder(torch.tensor([1, 0, 2, 5, 3, 4]))  # within each sentence's run
+        copied.reorder(torch.tensor([1, 0, 2, 5, 3, 4]))
+        shared.select(torch.tensor([3, 4, 5]), beams=3)  # sentence 0 finished
+        copied.select(torch.tensor([3, 4, 5]))
+        torch.testing.assert_close(model.step(tokens[:3], shared), model.step(tokens[:3], copied))

@@ -10,7 +10,8 @@ import torch
 
 from seq2seq.data.batch import pad
 from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
-from seq2seq.decoding.search import check_length_penalty, penalty, source_ids
+from seq2seq.decoding.penalty import check_length_penalty, penalty
+from seq2seq.decoding.search import source_ids
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.protocol import Seq2SeqModel
 

@@ -12,6 +12,7 @@ from torch import Tensor
 
 from seq2seq.data.batch import pad
 from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
+from seq2seq.decoding.penalty import check_length_penalty, penalty
 from seq2seq.device import autocast
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.cache import is_identity
@@ -182,6 +183,7 @@ def beam_search(
     history = torch.zeros(B, 1, 0, dtype=torch.long, device=device)  # (n, k, t)
     tokens = torch.full((B,), BOS_ID, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+    n_finished = torch.zeros(B, dtype=torch.long, device=device)  # (B,) len(finished[b]), on device
     alive = torch.ones(B, dtype=torch.bool, device=device)  # (n,) sentences still searching
     for t in range(int(max_lens.max()) + 1):
         n, k = scores.shape
@@ -190,27 +192,35 @@ def beam_search(
         top_scores, parent, token = best_continuations(scores, logprobs, 2 * K)  # (n, 2K) each
         is_eos = token == EOS_ID
         ends = is_eos[:, :K] & top_scores[:, :K].isfinite() & alive[:, None]
-        for i, j in ends.nonzero().tolist():
-            prefix = history[i, parent[i, j]].tolist()
-            score = top_scores[i, j].item() / penalty(len(prefix) + 1, alpha)
-            finished[sent[i]].append(Hypothesis(prefix, score))
+        finish(ends, sent, history, parent, top_scores, alpha, finished, n_finished)
         # the K best candidates that do not end here carry on (a stable sort keeps score order)
         order = torch.sort(is_eos.to(torch.uint8), dim=1, stable=True).indices[:, :K]
         scores, parent, token = (x.gather(1, order) for x in (top_scores, parent, token))
         history = torch.cat([history.gather(1, parent[:, :, None].expand(-1, -1, t)), token[:, :, None]], 2)
         beam_idx = (torch.arange(n, device=device)[:, None] * k + parent).view(-1)  # (n*K,)
-        complete = torch.tensor([len(finished[b]) >= K for b in sent.tolist()], device=device)
-        alive &= ~(complete | (t >= max_lens[sent]))
+        alive &= ~((n_finished[sent] >= K) | (t >= max_lens[sent]))
         if not alive.any():
             break
         if k != K or compaction_due(alive):
             keep = alive.nonzero()[:, 0]
-            cache.select(beam_idx.view(n, K)[keep].view(-1))  # reorder, shrink or grow in one copy
+            cache.select(beam_idx.view(n, K)[keep].view(-1), K)  # reorder, shrink or grow in one copy
             sent, scores, history, token, alive = (x[keep] for x in (sent, scores, history, token, alive))
         elif not is_identity(beam_idx):
             cache.reorder(beam_idx)
         tokens = token.reshape(-1)
     return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]
+
+
+def finish(ends: Tensor, sent, history, parent, top_scores, alpha: float, finished, n_finished) -> None:
+    """Record the hypotheses that end here: ends (n, K) marks (sentence row, candidate) pairs.
+    Everything they need crosses to Python in three transfers, whatever their number."""
+    i, j = ends.nonzero().unbind(1)  # (m,) each
+    if not len(i):
+        return
+    prefixes = history[i, parent[i, j]].tolist()  # m lists of t tokens
+    for b, prefix, score in zip(sent[i].tolist(), prefixes, top_scores[i, j].tolist(), strict=True):
+        finished[b].append(Hypothesis(prefix, score / penalty(len(prefix) + 1, alpha)))
+    n_finished.index_add_(0, sent[i], torch.ones_like(i))
 
 
 COMPACTION_SHARE = 0.25
@@ -253,20 +263,6 @@ def constrain(logprobs: Tensor, t: int, min_len: int, max_lens: Tensor) -> None:
     if at_max.any():
         logprobs[at_max] = float("-inf")
         logprobs[at_max, EOS_ID] = eos[at_max]
-
-
-def check_length_penalty(alpha: float) -> None:
-    """GNMT's alpha is used between 0 and about 2; far above, ((5 + length) / 6) ** alpha overflows."""
-    if not 0.0 <= alpha <= MAX_LENGTH_PENALTY:
-        raise Seq2SeqError(f"length penalty must be between 0 and {MAX_LENGTH_PENALTY:g}, got {alpha:g}")
-
-
-MAX_LENGTH_PENALTY = 10.0
-
-
-def penalty(length: int, alpha: float) -> float:
-    """GNMT length penalty (Wu et al. 2016); alpha 0 ranks by raw log-probability."""
-    return ((5 + length) / 6) ** alpha
 
 
 def output_limit(model: Seq2SeqModel) -> int:

@@ -12,11 +12,16 @@ from torch import Tensor
 
 class DecoderCache:
     """Cross-attention K/V computed once per sentence, and self-attention K/V written step by step
-    into one preallocated buffer (L, 2, B, H, Tmax, Dh), so a step costs no concatenation."""
+    into one preallocated buffer (L, 2, B, H, Tmax, Dh), so a step costs no concatenation.
+
+    In beam search a sentence's `beams` consecutive rows share its cross K/V, held once: n
+    sentences x beams rows read n copies, not n x beams (the step's attention takes each
+    sentence's queries together, `Attention.attend_beams`)."""
 
     def __init__(self, cross_kv: list[tuple[Tensor, Tensor]], src_mask: Tensor, self_kv: Tensor):
-        self.cross_kv = cross_kv  # per layer, 2 x (B, H, S, Dh)
-        self.src_mask = src_mask  # (B, 1, 1, S), True where the source is not padding
+        self.cross_kv = cross_kv  # per layer, 2 x (n, H, S, Dh): one per sentence
+        self.src_mask = src_mask  # (n, 1, 1, S), True where the source is not padding
+        self.beams = 1  # decoder rows per sentence: B = n x beams
         self.self_kv = self_kv  # (L, 2, B, H, Tmax, Dh), contiguous: a view of the front of `buffer`
         self.buffer = self_kv.view(-1)  # the flat memory self_kv lives in
         self.spare: Tensor | None = None  # the other flat buffer: where the next reorder or select goes
@@ -35,12 +40,14 @@ class DecoderCache:
         """Row i continues the hypothesis of row beam_idx[i]: move the self-attention K/V only."""
         self._gather_self_kv(beam_idx)
 
-    def select(self, rows: Tensor) -> None:
+    def select(self, rows: Tensor, beams: int = 1) -> None:
         """Keep only `rows`, in this order, repeats allowed: finished sentences leave the batch
         (both caches shrink), and beam search's first step turns one row per sentence into one per
-        beam."""
-        self.cross_kv = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.cross_kv]
-        self.src_mask = self.src_mask.index_select(0, rows)
+        beam. Each run of `beams` rows belongs to one sentence, whose cross K/V move once."""
+        sentences = (rows // self.beams)[::beams]  # (n,) the sentence of each run of rows
+        self.cross_kv = [tuple(x.index_select(0, sentences) for x in kv) for kv in self.cross_kv]
+        self.src_mask = self.src_mask.index_select(0, sentences)
+        self.beams = beams
         self._gather_self_kv(rows)
 
     def _gather_self_kv(self, rows: Tensor) -> None:
@@ -76,7 +83,7 @@ class PrefixCache:
     def reorder(self, beam_idx: Tensor) -> None:
         self.tokens = [t.index_select(0, beam_idx) for t in self.tokens]
 
-    def select(self, rows: Tensor) -> None:
+    def select(self, rows: Tensor, beams: int = 1) -> None:
         self.memory = self.memory.index_select(0, rows)
         self.src_mask = self.src_mask.index_select(0, rows)
         self.reorder(rows)
@@ -108,8 +115,9 @@ class RNNCache:
         if self.feed is not None:
             self.feed = self.feed.index_select(0, beam_idx)
 
-    def select(self, rows: Tensor) -> None:
-        """Keep only `rows`, in this order, repeats allowed (both kinds of state shrink or grow)."""
+    def select(self, rows: Tensor, beams: int = 1) -> None:
+        """Keep only `rows`, in this order, repeats allowed (both kinds of state shrink or grow;
+        each row keeps its own copy of the per-sentence state, whatever `beams` says)."""
         self.memory, self.keys = self.memory.index_select(0, rows), self.keys.index_select(0, rows)
         self.src_mask = self.src_mask.index_select(0, rows)
         self.reorder(rows)

@@ -33,8 +33,11 @@ class Cache(Protocol):
     def reorder(self, beam_idx: Tensor) -> None:
         """Row i continues the hypothesis of row beam_idx[i]; per-sentence state does not move."""
 
-    def select(self, rows: Tensor) -> None:
-        """Keep only `rows`, in this order, repeats allowed (everything moves)."""
+    def select(self, rows: Tensor, beams: int = 1) -> None:
+        """Keep only `rows`, in this order, repeats allowed (everything moves). `rows` comes in
+        runs of `beams` rows of one sentence each, which is what lets a cache hold per-sentence
+        state once per sentence rather than once per row; until the next select, a reorder only
+        moves rows within their sentence's run."""
 
 
 class ModelConfig(Protocol):

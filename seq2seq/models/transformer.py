@@ -94,6 +94,20 @@ class Attention(nn.Module):
         B, H, T, Dh = y.shape
         return self.out(y.transpose(1, 2).reshape(B, T, H * Dh))
 
+    def attend_beams(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, beams: int, record: list[Tensor] | None = None
+    ) -> Tensor:
+        """A decoding step whose rows come in runs of `beams` per sentence: q (n*beams, H, 1, Dh)
+        over one sentence's k, v (n, H, S, Dh), held once -> (n*beams, 1, D). A sentence's beams
+        are one (beams x S) product with its keys instead of `beams` vector products with copies."""
+        rows, H, _, Dh = q.shape
+        q = q.view(rows // beams, beams, H, Dh).transpose(1, 2)  # (n, H, beams, Dh)
+        w = self.weights(q, k, mask)  # (n, H, beams, S)
+        if record is not None:  # one query per row, as a step records it
+            record.append(w.transpose(1, 2).reshape(rows, H, 1, -1))
+        y = (w @ v).transpose(1, 2).reshape(rows, 1, H * Dh)  # (n, beams, H, Dh) -> (n*beams, 1, D)
+        return self.out(y)
+
     def weights(self, q: Tensor, k: Tensor, mask: Tensor | None, causal: bool = False) -> Tensor:
         """The attention distribution SDPA computes but does not return: (B, H, T, S); masked
         positions get exactly zero."""
@@ -160,17 +174,21 @@ class DecoderLayer(nn.Module):
         cross_kv: tuple[Tensor, Tensor],
         src_mask: Tensor,
         record: AttentionRecord | None = None,
+        beams: int = 1,
     ) -> Tensor:
         """One layer for the new target positions `x` (B, T, D).
 
         `self_kv(h)` returns (q, k, v, mask, causal): the positions' queries and the keys/values
         they may see, either just these positions (teacher forcing, causal) or the cache (decoding).
+        `cross_kv` holds one entry per sentence, each serving `beams` consecutive rows of `x`.
         """
         self_w, cross_w = (None, None) if record is None else (record.decoder, record.cross)
         x = self.res_self(x, lambda h: self.self_attn.attend(*self_kv(h), record=self_w))
 
         def cross(h: Tensor) -> Tensor:
             q = self.cross_attn.split_heads(self.cross_attn.q(h))
+            if beams > 1:
+                return self.cross_attn.attend_beams(q, *cross_kv, src_mask, beams, record=cross_w)
             return self.cross_attn.attend(q, *cross_kv, src_mask, record=cross_w)
 
         x = self.res_cross(x, cross)
@@ -255,6 +273,7 @@ class Transformer(Seq2SeqModel):
                 cache.cross_kv[i],
                 cache.src_mask,
                 record,
+                cache.beams,
             )
         cache.length += 1
         return self.logits(x[:, 0])

@@ -21,7 +21,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-from seq2seq.decoding.search import MAX_LENGTH_PENALTY, DecodeOptions, Translations
+from seq2seq.decoding.penalty import MAX_LENGTH_PENALTY
+from seq2seq.decoding.search import DecodeOptions, Translations
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve.batcher import Batcher, Job
 from seq2seq.views.explorer import maps_json, page
