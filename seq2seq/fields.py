@@ -22,6 +22,7 @@ RANGES = {
     "lr": (0.0, 10.0),
     "warmup": (1, 1 << 31),
     "label_smoothing": (0.0, 0.9),
+    "subword_alpha": (0.0, 1.0),
     "clip_norm": (0.0, 1e6),
     "average": (0, 1000),
     "epochs": (1, 1 << 31),

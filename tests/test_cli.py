@@ -84,6 +84,8 @@ def test_train_again_resumes(trained, tmp_path):
         (["--preset", "small"], "holds another model than --preset small describes"),
         (["--arch", "rnn"], "holds another model than --arch rnn describes"),
         (["--vocab-size", "99"], "was started with --vocab-size 60"),
+        (["--subword-alpha", "0.2"], "was started with --subword-alpha 0.0"),
+        (["--label-smoothing", "0.2"], "was started with --label-smoothing 0.1"),
     ],
 )
 def test_a_resumed_run_refuses_options_it_cannot_honour(trained, cli, change, message):

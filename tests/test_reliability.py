@@ -143,6 +143,9 @@ def test_bad_train_options_and_corpora(cli, tmp_path):
         (["--preset", "huge"], "'huge' is not one of tiny, small, base"),
         (["--src", "en", "--tgt", "xx"], "no language 'xx'"),
         (["--data-dir", tmp_path / "missing"], "does not exist"),
+        (["--subword-alpha", "1.5"], "'--subword-alpha': Input should be less than or equal to 1"),
+        (["--subword-alpha", "nan"], "'--subword-alpha'"),
+        (["--label-smoothing", "-0.1"], "'--label-smoothing': Input should be greater than or equal to 0"),
     ]
     for args, message in cases:
         result = cli("train", "--data-dir", data, "--run", tmp_path / "run", *args)

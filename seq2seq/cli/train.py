@@ -77,6 +77,16 @@ def train(
     lr: float = typer.Option(1e-3, min=0.0, callback=finite, help="Peak learning rate."),
     warmup: int = typer.Option(800, min=1, help="Warmup steps."),
     dropout: float = typer.Option(0.1, min=0.0, max=0.9, callback=finite, help="Dropout."),
+    label_smoothing: float = typer.Option(
+        0.1, min=0.0, max=0.9, callback=finite, help="Label smoothing of the training loss."
+    ),
+    subword_alpha: float = typer.Option(
+        0.0,
+        min=0.0,
+        max=1.0,
+        callback=finite,
+        help="Sample source segmentations each step, P(x)^alpha (subword regularization; 0: off).",
+    ),
     vocab_size: int = typer.Option(8000, min=8, help="Vocabulary size, if the run has no tokenizer."),
     patience: int = typer.Option(5, min=1, help="Validations without improvement before stopping."),
     average: int = typer.Option(
@@ -104,6 +114,8 @@ def train(
         max_tokens=max_tokens,
         lr=lr,
         warmup=warmup,
+        label_smoothing=label_smoothing,
+        subword_alpha=subword_alpha,
         epochs=epochs if epochs is not None else (None if max_minutes else 10),
         max_steps=max_steps,
         max_minutes=max_minutes,

@@ -7,7 +7,7 @@ are read. The stored set is keyed by the corpus files (path, size, mtime), the t
 and the length filter, so a second start on the same data opens it at once, and any change to
 them tokenizes again.
 
-    <run>/tokenized/train-<key>/    the kept pairs: src_ids, tgt_ids, length (save_to_disk layout)
+    <run>/tokenized/train-<key>/    the kept pairs: src, src_ids, tgt_ids, length (save_to_disk layout)
                         report.json the filter's counts (seq2seq.data.FilterReport)
 """
 
@@ -27,7 +27,7 @@ from seq2seq.data.corpus import KEEP, MAX_RATIO, FilterReport, Pair, import_data
 from seq2seq.errors import Seq2SeqError
 
 FOLDER = "tokenized"
-FORMAT = 1  # bump when the stored columns or their meaning change
+FORMAT = 2  # bump when the stored columns or their meaning change
 REPORT = "report.json"
 PARALLEL_FROM = 200_000  # pairs; below this a worker pool costs more than it saves
 
@@ -46,6 +46,10 @@ class TokenizedPairs:
     def rows(self, indices) -> tuple[list[list[int]], list[list[int]]]:
         table = self._arrow[[int(i) for i in indices]]
         return table.column("src_ids").to_pylist(), table.column("tgt_ids").to_pylist()
+
+    def source_texts(self, indices) -> list[str]:
+        """The source sentences themselves, for a segmentation other than the stored one."""
+        return self._arrow[[int(i) for i in indices]].column("src").to_pylist()
 
 
 def cache_key(identity: str, tokenizer_path: Path, max_len: int, max_ratio: float) -> str:
@@ -109,11 +113,12 @@ def _build(pairs: list[Pair], tokenizer_path: Path, max_len: int, max_ratio: flo
             Encoder(str(tokenizer_path), max_len, max_ratio),
             batched=True,
             batch_size=10_000,
-            remove_columns=["src", "tgt"],
+            remove_columns=["tgt"],
             cache_file_name=str(Path(tmp) / "encoded.arrow"),
             num_proc=(os.cpu_count() or 1) if n_pairs >= PARALLEL_FROM else None,
             features=datasets.Features(
                 {
+                    "src": datasets.Value("string"),
                     "src_ids": datasets.Sequence(datasets.Value("int32")),
                     "tgt_ids": datasets.Sequence(datasets.Value("int32")),
                     "length": datasets.Value("int32"),
@@ -164,6 +169,7 @@ class Encoder:
             self._sp = spm.SentencePieceProcessor(model_file=self.tokenizer_path)
         src, tgt = self._sp.Encode(batch["src"]), self._sp.Encode(batch["tgt"])
         return {
+            "src": batch["src"],
             "src_ids": src,
             "tgt_ids": tgt,
             "length": pair_lengths(src, tgt),

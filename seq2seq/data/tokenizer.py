@@ -40,6 +40,16 @@ class Tokenizer:
         """Piece ids without BOS/EOS; the batcher adds those where each side needs them."""
         return self.sp.Encode(texts)
 
+    def sample(self, texts: list[str], alpha: float, seed: int) -> list[list[int]]:
+        """One segmentation per text drawn from the whole lattice with probability ~ P(x)^alpha
+        (subword regularization, Kudo 2018): training sees the many ways a word splits, so the
+        model leans less on one. SentencePiece's generator is global and its state unsaved, so it
+        is reseeded per call: the same `seed` gives the same pieces, and a resumed run the same
+        batches as the one never stopped. One thread: SentencePiece hands sentences to its threads
+        in no fixed order, and each thread draws from its own generator."""
+        spm.set_random_generator_seed(seed)
+        return self.sp.Encode(texts, enable_sampling=True, alpha=alpha, nbest_size=-1, num_threads=1)
+
     def decode(self, ids: list[list[int]]) -> list[str]:
         return self.sp.Decode(ids)
 

@@ -13,6 +13,7 @@ class TrainConfig:
     lr: float = 1e-3  # peak, reached at the end of warmup
     warmup: int = 800  # steps
     label_smoothing: float = 0.1
+    subword_alpha: float = 0.0  # >0: source pieces sampled each step, P(x)^alpha (Tokenizer.sample)
     clip_norm: float = 1.0
     average: int = 5  # when training ends, validate the mean of the last N validations' weights (<2: off)
     epochs: int | None = 10  # None: no epoch limit (a time or step budget, or early stopping ends it)

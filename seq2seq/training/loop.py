@@ -71,7 +71,7 @@ class Loop:
                     break
                 tick = time.perf_counter()
                 index, weight = rank_batch(batches, state.batch, self.world)
-                batch = self._batch(batches[index], self.train_set.rows)
+                batch = self._batch(batches[index], partial(self._training_rows, step=state.step + 1))
                 loss, n_tokens = self._train_step(batch, state.step + 1, weight)
                 state.step += 1
                 state.batch = min(state.batch + self.world.size, len(batches))
@@ -147,6 +147,15 @@ class Loop:
     def _batch(self, indices, rows) -> Batch:
         src, tgt = rows(indices)
         return collate(src, tgt, self.max_len).to(self.device)
+
+    def _training_rows(self, indices, step: int) -> tuple[list[list[int]], list[list[int]]]:
+        """The stored ids, or with subword sampling the source segmented afresh, drawn from the
+        seed and the step (one draw per step on every process, each on its own batch)."""
+        src, tgt = self.train_set.rows(indices)
+        if self.config.subword_alpha > 0:
+            texts = self.train_set.source_texts(indices)
+            src = self.tokenizer.sample(texts, self.config.subword_alpha, self.config.seed * 1_000_003 + step)
+        return src, tgt
 
     def _train_step(self, batch: Batch, step: int, weight: float) -> tuple[float, int]:
         try:
