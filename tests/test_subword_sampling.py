@@ -31,8 +31,9 @@ def test_the_stored_set_keeps_the_source_text_of_each_pair(tmp_path):
     stored = build(tmp_path / "run", tsv_corpus(tmp_path / "corpus", pairs), tokenizer)
     indices = [0, 7, 14]
     src_ids, _ = stored.rows(indices)
-    assert stored.source_texts(indices) == [pairs[i][0] for i in indices]
-    assert tokenizer.decode(src_ids) == stored.source_texts(indices)
+    (texts,) = stored.columns(indices, "src")
+    assert texts == [pairs[i][0] for i in indices]
+    assert tokenizer.decode(src_ids) == texts
 
 
 def reversal(tmp_path, **changes) -> TrainConfig:

@@ -44,12 +44,13 @@ class TokenizedPairs:
         return len(self.dataset)
 
     def rows(self, indices) -> tuple[list[list[int]], list[list[int]]]:
-        table = self._arrow[[int(i) for i in indices]]
-        return table.column("src_ids").to_pylist(), table.column("tgt_ids").to_pylist()
+        return self.columns(indices, "src_ids", "tgt_ids")
 
-    def source_texts(self, indices) -> list[str]:
-        """The source sentences themselves, for a segmentation other than the stored one."""
-        return self._arrow[[int(i) for i in indices]].column("src").to_pylist()
+    def columns(self, indices, *names: str) -> tuple[list, ...]:
+        """The named columns of these pairs, read in one take: the ids, or the source text
+        ("src") for a segmentation other than the stored one."""
+        table = self._arrow[[int(i) for i in indices]]
+        return tuple(table.column(name).to_pylist() for name in names)
 
 
 def cache_key(identity: str, tokenizer_path: Path, max_len: int, max_ratio: float) -> str:

@@ -217,10 +217,11 @@ def finish(ends: Tensor, sent, history, parent, top_scores, alpha: float, finish
     i, j = ends.nonzero().unbind(1)  # (m,) each
     if not len(i):
         return
+    sentences = sent[i]
     prefixes = history[i, parent[i, j]].tolist()  # m lists of t tokens
-    for b, prefix, score in zip(sent[i].tolist(), prefixes, top_scores[i, j].tolist(), strict=True):
+    for b, prefix, score in zip(sentences.tolist(), prefixes, top_scores[i, j].tolist(), strict=True):
         finished[b].append(Hypothesis(prefix, score / penalty(len(prefix) + 1, alpha)))
-    n_finished.index_add_(0, sent[i], torch.ones_like(i))
+    n_finished.index_add_(0, sentences, torch.ones_like(i))
 
 
 COMPACTION_SHARE = 0.25

@@ -151,11 +151,11 @@ class Loop:
     def _training_rows(self, indices, step: int) -> tuple[list[list[int]], list[list[int]]]:
         """The stored ids, or with subword sampling the source segmented afresh, drawn from the
         seed and the step (one draw per step on every process, each on its own batch)."""
-        src, tgt = self.train_set.rows(indices)
-        if self.config.subword_alpha > 0:
-            texts = self.train_set.source_texts(indices)
-            src = self.tokenizer.sample(texts, self.config.subword_alpha, self.config.seed * 1_000_003 + step)
-        return src, tgt
+        if self.config.subword_alpha <= 0:
+            return self.train_set.rows(indices)
+        texts, tgt = self.train_set.columns(indices, "src", "tgt_ids")
+        seed = self.config.seed * 1_000_003 + step
+        return self.tokenizer.sample(texts, self.config.subword_alpha, seed), tgt
 
     def _train_step(self, batch: Batch, step: int, weight: float) -> tuple[float, int]:
         try:
