@@ -5,6 +5,8 @@ import shutil
 
 import pytest
 
+from seq2seq.training.config import TrainConfig
+from seq2seq.training.resume import stored_train_config
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import EN, tiny_model, write_multi30k, write_run
 
@@ -80,11 +82,11 @@ def test_train_again_resumes(trained, tmp_path):
 @pytest.mark.parametrize(
     "change,message",
     [
-        (["--lr", "0.5"], "was started with --lr 0.001; a resumed run keeps it"),
+        (["--lr", "0.5"], "was started with --lr 0.0015; a resumed run keeps it"),
         (["--preset", "small"], "holds another model than --preset small describes"),
         (["--arch", "rnn"], "holds another model than --arch rnn describes"),
         (["--vocab-size", "99"], "was started with --vocab-size 60"),
-        (["--subword-alpha", "0.2"], "was started with --subword-alpha 0.0"),
+        (["--subword-alpha", "0.2"], "was started with --subword-alpha 0.3"),
         (["--label-smoothing", "0.2"], "was started with --label-smoothing 0.1"),
     ],
 )
@@ -94,6 +96,17 @@ def test_a_resumed_run_refuses_options_it_cannot_honour(trained, cli, change, me
     result = cli(*TRAIN, "--data-dir", data, "--run", run, *change)
     assert result.code == 2 and message in result.err and len(result.err.splitlines()) == 1
     assert (run / "last.safetensors").read_bytes() == before
+
+
+def test_a_run_written_before_subword_sampling_resumes_without_it(trained, tmp_path):
+    """Its config has no subword_alpha: it trained without sampling, whatever today's default is."""
+    _, run, _ = trained
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    sections = json.loads((copy / "config.json").read_text())
+    assert sections["train"].pop("subword_alpha") == TrainConfig().subword_alpha > 0
+    (copy / "config.json").write_text(json.dumps(sections))
+    assert stored_train_config(copy).subword_alpha == 0.0
 
 
 def test_a_vocab_size_that_an_existing_tokenizer_overrides_is_said(cli, tmp_path):

@@ -74,14 +74,14 @@ def train(
         None, min=0.01, callback=finite, help="Wall-clock budget, minutes."
     ),
     max_tokens: int = typer.Option(3072, min=16, help="Batch size in pieces."),
-    lr: float = typer.Option(1e-3, min=0.0, callback=finite, help="Peak learning rate."),
-    warmup: int = typer.Option(800, min=1, help="Warmup steps."),
+    lr: float = typer.Option(1.5e-3, min=0.0, callback=finite, help="Peak learning rate."),
+    warmup: int = typer.Option(400, min=1, help="Warmup steps."),
     dropout: float = typer.Option(0.1, min=0.0, max=0.9, callback=finite, help="Dropout."),
     label_smoothing: float = typer.Option(
         0.1, min=0.0, max=0.9, callback=finite, help="Label smoothing of the training loss."
     ),
     subword_alpha: float = typer.Option(
-        0.0,
+        0.3,
         min=0.0,
         max=1.0,
         callback=finite,

@@ -10,10 +10,10 @@ class TrainConfig:
     tgt: str = "fr"
     vocab_size: int = 8000
     max_tokens: int = 3072  # per batch: sentences x longest side, in pieces
-    lr: float = 1e-3  # peak, reached at the end of warmup
-    warmup: int = 800  # steps
+    lr: float = 1.5e-3  # peak, reached at the end of warmup
+    warmup: int = 400  # steps
     label_smoothing: float = 0.1
-    subword_alpha: float = 0.0  # >0: source pieces sampled each step, P(x)^alpha (Tokenizer.sample)
+    subword_alpha: float = 0.3  # >0: source pieces sampled each step, P(x)^alpha (Tokenizer.sample)
     clip_norm: float = 1.0
     average: int = 5  # when training ends, validate the mean of the last N validations' weights (<2: off)
     epochs: int | None = 10  # None: no epoch limit (a time or step budget, or early stopping ends it)
@@ -39,3 +39,7 @@ LIMITS = (
     "bf16",
     "world_size",
 )
+
+# Fields added after runs were already being written, with the value that reproduces what such a
+# run trained with: an older run resumes with its own recipe, not with today's default.
+ADDED_SINCE = {"subword_alpha": 0.0}

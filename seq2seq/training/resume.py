@@ -11,7 +11,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import from_json
 from seq2seq.models.registry import ARCHITECTURES, ModelConfig
 from seq2seq.training import checkpoint as ckpt
-from seq2seq.training.config import LIMITS, TrainConfig
+from seq2seq.training.config import ADDED_SINCE, LIMITS, TrainConfig
 
 # `seq2seq train` options that describe the model: a resumed run keeps the one it has.
 MODEL_OPTIONS = ("preset", "arch", "attention", "score", "cell", "dropout")
@@ -51,7 +51,8 @@ class TrainingState:
 
 def stored_train_config(run_dir: Path) -> TrainConfig:
     """The training config a run recorded. A field this version lacks is an error (the run is from
-    elsewhere); one it adds since takes its default."""
+    elsewhere); one it adds since takes the value the run trained with (`ADDED_SINCE`), or else
+    its default."""
     values = ckpt.load_config(run_dir).get("train")
     where = Path(run_dir) / ckpt.CONFIG
     if not isinstance(values, dict):
@@ -62,7 +63,7 @@ def stored_train_config(run_dir: Path) -> TrainConfig:
             f"{where}: the 'train' section has fields this version does not know: {', '.join(unknown)}"
         )
     try:
-        return from_json(TrainConfig, values, f"{where}: the 'train' section")
+        return from_json(TrainConfig, {**ADDED_SINCE, **values}, f"{where}: the 'train' section")
     except ValueError as e:
         raise Seq2SeqError(str(e)) from None
 
