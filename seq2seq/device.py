@@ -72,16 +72,21 @@ def _measure_cpu() -> float:
     generator = torch.Generator().manual_seed(0)
     x, w = torch.randn(rows, d, generator=generator), torch.randn(v, d, generator=generator)
 
-    def best(x: torch.Tensor, w: torch.Tensor) -> float:
-        torch.nn.functional.linear(x, w)
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            torch.nn.functional.linear(x, w)
-            times.append(time.perf_counter() - start)
-        return min(times)
+    xb, wb = x.bfloat16(), w.bfloat16()
+    fp32 = best_time(lambda: torch.nn.functional.linear(x, w), repeats=3)
+    return fp32 / best_time(lambda: torch.nn.functional.linear(xb, wb), repeats=3)
 
-    return best(x, w) / best(x.bfloat16(), w.bfloat16())
+
+def best_time(run, repeats: int = 5) -> float:
+    """The shortest of `repeats` timed calls after one warm-up: the figure least disturbed by
+    whatever else the machine is doing, which is what a choice made at start-up needs."""
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
 
 
 def autocast(device: torch.device, wanted: bool) -> torch.autocast:

@@ -18,11 +18,12 @@ it carries packed copies beside them, and it is never trained or exported.
 
 import copy
 import functools
-import time
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from seq2seq.device import best_time
 
 MIN_SPEEDUP = 1.15  # below this a measured gain is within the noise of a shared machine
 
@@ -83,16 +84,6 @@ def packing_speedup(rows: int = 64, d_model: int = 256, vocab: int = 8000) -> fl
     with torch.inference_mode():
         x, weight = torch.randn(rows, d_model), torch.randn(vocab, d_model)
         layer = PackedLinear(weight, None)
-        plain = _best_time(lambda: F.linear(x, weight))
-        packed = _best_time(lambda: layer(x))
+        plain = best_time(lambda: F.linear(x, weight))
+        packed = best_time(lambda: layer(x))
     return plain / packed
-
-
-def _best_time(run, repeats: int = 5) -> float:
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
