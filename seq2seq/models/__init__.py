@@ -3,4 +3,5 @@
 GEMMs for fp32 decoding on the CPU.
 
 May import: `seq2seq.data.special` (the fixed piece ids), `seq2seq.errors`, `seq2seq.fields` (typed
-configs from JSON). Nothing downstream."""
+configs from JSON), `seq2seq.device` (`best_time`, which times whether packing pays). Nothing
+downstream."""
