@@ -9,6 +9,9 @@ import typer
 from seq2seq.cli import display
 from seq2seq.cli.options import CORPUS, DATA_DIR, DEVICE, RUN, run_dir
 from seq2seq.errors import Seq2SeqError
+from seq2seq.training.config import TrainConfig
+
+RECIPE = TrainConfig()  # the options' defaults are the recipe's: one place to change them
 
 
 def tokenize(
@@ -73,34 +76,47 @@ def train(
     max_minutes: float | None = typer.Option(
         None, min=0.01, callback=finite, help="Wall-clock budget, minutes."
     ),
-    max_tokens: int = typer.Option(3072, min=16, help="Batch size in pieces."),
-    lr: float = typer.Option(1.5e-3, min=0.0, callback=finite, help="Peak learning rate."),
-    warmup: int = typer.Option(400, min=1, help="Warmup steps."),
+    max_tokens: int = typer.Option(RECIPE.max_tokens, min=16, help="Batch size in pieces."),
+    lr: float = typer.Option(RECIPE.lr, min=0.0, callback=finite, help="Peak learning rate."),
+    warmup: int = typer.Option(RECIPE.warmup, min=1, help="Warmup steps."),
     dropout: float = typer.Option(0.1, min=0.0, max=0.9, callback=finite, help="Dropout."),
     label_smoothing: float = typer.Option(
-        0.1, min=0.0, max=0.9, callback=finite, help="Label smoothing of the training loss."
+        RECIPE.label_smoothing,
+        min=0.0,
+        max=0.9,
+        callback=finite,
+        help="Label smoothing of the training loss.",
     ),
     subword_alpha: float = typer.Option(
-        0.3,
+        RECIPE.subword_alpha,
         min=0.0,
         max=1.0,
         callback=finite,
         help="Sample source segmentations each step, P(x)^alpha (subword regularization; 0: off).",
     ),
-    vocab_size: int = typer.Option(8000, min=8, help="Vocabulary size, if the run has no tokenizer."),
-    patience: int = typer.Option(5, min=1, help="Validations without improvement before stopping."),
+    vocab_size: int = typer.Option(
+        RECIPE.vocab_size, min=8, help="Vocabulary size, if the run has no tokenizer."
+    ),
+    patience: int = typer.Option(
+        RECIPE.patience, min=1, help="Validations without improvement before stopping."
+    ),
     average: int = typer.Option(
-        5, min=0, max=1000, help="At the end, validate the mean of the last N validations' weights (0: off)."
+        RECIPE.average,
+        min=0,
+        max=1000,
+        help="At the end, validate the mean of the last N validations' weights (0: off).",
     ),
     save_every_minutes: float = typer.Option(
-        5.0, min=0.0, callback=finite, help="Save the training state this often, besides each validation."
+        RECIPE.save_every_minutes,
+        min=0.0,
+        callback=finite,
+        help="Save the training state this often, besides each validation.",
     ),
     device: str = DEVICE,
-    seed: int = typer.Option(1, min=0, max=2**31 - 1, help="Random seed."),
+    seed: int = typer.Option(RECIPE.seed, min=0, max=2**31 - 1, help="Random seed."),
     fp32: bool = typer.Option(False, "--fp32", help="No bf16 autocast, even where it is fast."),
 ):
     """Train a model (and its tokenizer); rerunning resumes from the run's last checkpoint."""
-    from seq2seq.training.config import TrainConfig
     from seq2seq.training.distributed import is_main_process
     from seq2seq.training.resume import check_typed_options
     from seq2seq.training.train import train as train_run
@@ -116,7 +132,7 @@ def train(
         warmup=warmup,
         label_smoothing=label_smoothing,
         subword_alpha=subword_alpha,
-        epochs=epochs if epochs is not None else (None if max_minutes else 10),
+        epochs=epochs if epochs is not None else (None if max_minutes else RECIPE.epochs),
         max_steps=max_steps,
         max_minutes=max_minutes,
         patience=patience,
