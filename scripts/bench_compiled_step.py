@@ -82,14 +82,10 @@ def static_kv(model, rows: int) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def eager_figures(model, rows: int) -> dict[str, float]:
-    """Our decode step as `translate` runs it: plain, on packed weights, and int8."""
+def eager_figures(variants: dict[str, torch.nn.Module], rows: int) -> dict[str, float]:
+    """Our decode step as `translate` runs it, for each variant of the model."""
     figures = {}
-    for name, variant in (
-        ("eager plain", model),
-        ("eager packed", pack(model)),
-        ("eager int8", quantize(model, "int8")),
-    ):
+    for name, variant in variants.items():
         cache, tokens, _ = step_inputs(variant, rows)
 
         def step(variant=variant, cache=cache, tokens=tokens):
@@ -176,8 +172,9 @@ def main() -> None:
         return pt2e_rows(model)
     inductor.freezing, inductor.cpp_wrapper = True, args.cpp_wrapper
     compiled = torch.compile(StaticStep(model), dynamic=args.dynamic)
+    variants = {"eager plain": model, "eager packed": pack(model), "eager int8": quantize(model, "int8")}
     for rows in (64, 320):
-        figures = {**eager_figures(model, rows), **compiled_figures(model, rows, compiled)}
+        figures = {**eager_figures(variants, rows), **compiled_figures(model, rows, compiled)}
         print(
             f"{rows} rows: "
             + ", ".join(f"{k} {v:.2f}" + ("" if "(s)" in k else " ms") for k, v in figures.items())
