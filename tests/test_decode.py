@@ -10,6 +10,7 @@ from seq2seq.decoding.search import (
     beam_search,
     max_lengths,
     pad,
+    parent_slots,
     penalty,
     search,
     translate,
@@ -179,3 +180,17 @@ def test_lengths_beyond_any_tensor_are_capped_at_the_models_limit():
     huge = 10**20
     assert max_lengths(sources(), DecodeOptions(max_len=huge), limit=63).tolist() == [63] * 4
     assert max_lengths(sources(), DecodeOptions(min_len=huge, max_len=huge), limit=63).tolist() == [63] * 4
+
+
+def test_parent_slots_keep_each_parents_first_child_in_its_row():
+    """Every row gets one hypothesis; a row whose parent has children keeps one of them (nothing
+    to copy), and the rest take childless rows, copying from a row that stays itself."""
+    parent = torch.tensor([[0, 1, 2, 3, 4], [2, 2, 0, 2, 4], [3, 3, 3, 3, 3], [4, 0, 1, 2, 3]])
+    slots = parent_slots(parent)
+    assert (slots.sort(1).values == torch.arange(5)).all()  # a permutation of each sentence's 5
+    arranged = parent.gather(1, slots)  # (n, K): the parent of the hypothesis each row now holds
+    for row_parents, parents in zip(arranged.tolist(), parent.tolist(), strict=True):
+        kept = [r for r, p in enumerate(row_parents) if p == r]
+        assert len(kept) == len(set(parents))  # one row per distinct parent needs no copy
+        assert all(row_parents[p] == p for p in row_parents)  # every donor keeps its own row
+    assert arranged[0].tolist() == [0, 1, 2, 3, 4] and arranged[2].tolist() == [3, 3, 3, 3, 3]

@@ -145,6 +145,32 @@ def test_a_batch_equals_each_sentence_alone(name, beam):
         assert [h.score for h in alone] == pytest.approx([h.score for h in batched[i]], abs=tolerance(name))
 
 
+@pytest.mark.parametrize("beam_idx", [[0, 0, 2, 3, 5, 5], [1, 2, 0, 5, 3, 4]], ids=["forks", "shuffle"])
+def test_a_reorder_makes_each_row_continue_its_parent(name, beam_idx):
+    """After `reorder(beam_idx)`, row i steps as if it had decoded row beam_idx[i]'s tokens all
+    along: once where only forked rows move (copied in place from parents that stay), once where
+    every row moves."""
+    model, src, beam_idx = make(name, seed=9), sources()[:2], torch.tensor(beam_idx)
+    rows = torch.tensor([0, 0, 0, 1, 1, 1])  # two sentences, three beams each
+    past = torch.randint(4, 40, (3, 6), generator=torch.Generator().manual_seed(9))  # 3 steps x 6 rows
+    with torch.inference_mode():
+        reordered, replayed = (model.init_cache(*model.encode(src), 5) for _ in range(2))
+        for cache in (reordered, replayed):
+            cache.select(rows, beams=3)
+        for tokens in past:
+            model.decode_step(tokens, reordered)
+        reordered.reorder(beam_idx)
+        for tokens in past[:, beam_idx]:
+            model.decode_step(tokens, replayed)
+        nxt = torch.arange(10, 16)
+        torch.testing.assert_close(
+            model.decode_step(nxt, reordered),
+            model.decode_step(nxt, replayed),
+            atol=tolerance(name),
+            rtol=tolerance(name),
+        )
+
+
 def test_extra_source_padding_changes_nothing(name):
     model, tgt = make(name, seed=5), targets(4)
     wider = torch.nn.functional.pad(sources(), (0, 3))

@@ -37,8 +37,18 @@ class DecoderCache:
         return q, kv[0], kv[1], None, False
 
     def reorder(self, beam_idx: Tensor) -> None:
-        """Row i continues the hypothesis of row beam_idx[i]: move the self-attention K/V only."""
-        self._gather_self_kv(beam_idx)
+        """Row i continues the hypothesis of row beam_idx[i]: move the self-attention K/V only.
+        When every row that gives its K/V away keeps its own (as beam search arranges its rows, see
+        `parent_slots`), only the rows that change are copied, in place; else all rows move."""
+        moved = (beam_idx != torch.arange(len(beam_idx), device=beam_idx.device)).nonzero()[:, 0]
+        if not len(moved):
+            return
+        donors = beam_idx[moved]
+        if not bool((beam_idx[donors] == donors).all()):
+            self._gather_self_kv(beam_idx)
+            return
+        filled = self.self_kv[..., : self.length, :]  # (L, 2, B, H, t, Dh)
+        filled.index_copy_(2, moved, filled.index_select(2, donors))
 
     def select(self, rows: Tensor, beams: int = 1) -> None:
         """Keep only `rows`, in this order, repeats allowed: finished sentences leave the batch
