@@ -28,7 +28,7 @@ RANGES = {
     "epochs": (1, 1 << 31),
     "max_steps": (1, 1 << 40),
     "max_minutes": (0.0, 1e9),
-    "patience": (1, 1 << 31),
+    "patience": (0, 1 << 31),  # 0: off
     "save_every_minutes": (0.0, 1e9),
     "world_size": (1, 1 << 20),
     "seed": (0, (1 << 31) - 1),

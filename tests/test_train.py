@@ -250,6 +250,18 @@ def test_rerun_of_a_run_that_stopped_early_trains_no_further(tmp_path):
     assert read_metrics(tmp_path / "run") == rows
 
 
+def test_no_early_stop_by_default_the_run_uses_its_whole_budget(tmp_path):
+    """The same run as above (lr 0: no validation ever improves) with the default patience (off)
+    trains to its epoch limit."""
+    corpus = write_reversal_task(tmp_path / "data", n_train=100, n_val=5)
+    config = TrainConfig(
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, lr=0.0, epochs=3, device="cpu"
+    )
+    result = train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
+    assert result["stop"] != "early stop"
+    assert [r["epoch"] for r in read_metrics(tmp_path / "run") if "averaged" not in r] == [1, 2, 3]
+
+
 def test_each_validation_redraws_the_learning_curves(tmp_path):
     pytest.importorskip("matplotlib")
     from matplotlib.image import imread

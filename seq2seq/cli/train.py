@@ -98,7 +98,9 @@ def train(
         RECIPE.vocab_size, min=8, help="Vocabulary size, if the run has no tokenizer."
     ),
     patience: int = typer.Option(
-        RECIPE.patience, min=1, help="Validations without improvement before stopping."
+        RECIPE.patience,
+        min=0,
+        help="Stop after this many validations without a better BLEU (0: off, use the whole budget).",
     ),
     average: int = typer.Option(
         RECIPE.average,

@@ -19,7 +19,9 @@ class TrainConfig:
     epochs: int | None = 10  # None: no epoch limit (a time or step budget, or early stopping ends it)
     max_steps: int | None = None
     max_minutes: float | None = None  # wall-clock budget: training, validation and checkpoints
-    patience: int = 5  # validations without a better BLEU before stopping early
+    # validations without a better BLEU before stopping early; 0: off, the run uses its whole budget
+    # (a time budget is the user's choice, and the average of the last checkpoints gains from it)
+    patience: int = 0
     save_every_minutes: float = 5.0  # training state saved this often between validations
     seed: int = 1
     device: str = "auto"

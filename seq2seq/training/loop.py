@@ -14,6 +14,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.evaluate import evaluate
 from seq2seq.training import averaging
 from seq2seq.training import checkpoint as ckpt
+from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, rank_batch
 from seq2seq.training.reporter import Reporter
 from seq2seq.training.resume import TrainingState
@@ -97,7 +98,7 @@ class Loop:
             validation_seconds, saved = state.validation_seconds, time.monotonic()
             reporter.validated(row)
             losses, tokens, train_seconds = [], 0, 0.0
-            if state.bad_validations >= cfg.patience:
+            if out_of_patience(cfg, state):
                 stop = "early stop"
         if row is not None and self.averaging:  # this invocation trained: its end is scored averaged too
             averaged = self.world.from_main(lambda: self._validate_average(state, start_time))
@@ -138,7 +139,7 @@ class Loop:
             reason = "interrupted"
         elif cfg.max_steps is not None and state.step >= cfg.max_steps:
             reason = "max steps"
-        elif state.bad_validations >= cfg.patience:  # a rerun of a run that stopped early
+        elif out_of_patience(cfg, state):  # a rerun of a run that stopped early
             reason = "early stop"
         elif self.world.is_main and cfg.max_minutes is not None and elapsed >= cfg.max_minutes * 60:
             reason = "max minutes"
@@ -246,3 +247,8 @@ class Loop:
         """The training state to resume from at exactly the next batch (rank 0 writes it)."""
         if self.world.is_main:
             ckpt.save_training_state(self.run_dir / ckpt.LAST, self.model, self.optimizer, state.to_json())
+
+
+def out_of_patience(cfg: TrainConfig, state: TrainingState) -> bool:
+    """Whether early stopping is on and the last `patience` validations did not beat the best."""
+    return cfg.patience > 0 and state.bad_validations >= cfg.patience
