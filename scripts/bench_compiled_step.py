@@ -4,10 +4,17 @@ inductor against our eager step, and int8 through PyTorch 2's export flow agains
     python scripts/bench_compiled_step.py --run runs/multi30k-en-fr            # eager vs compiled
     python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --dynamic  # one graph, any rows
     python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --pt2e     # needs `pip install torchao`
+    python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --packed --no-freezing
+    python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --packed --backend eager
+    python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --mode max-autotune
 
 The compiled step runs over a fixed-shape self-attention cache with a length mask (as gpt-fast and
 Hugging Face's StaticCache do), so one graph serves every position; inductor compiles it with
-`freezing` (weights folded and prepacked). Every figure is the best of 3 means over 30 calls,
+`freezing` (weights folded and prepacked). `--packed` compiles the step of our packed model instead
+(its linear layers already call oneDNN on weights reordered at load, which inductor keeps as extern
+calls, fusing what lies between them); `--backend eager` only traces the step into one graph
+and runs its operators as eager does, which takes the Python of the step away and nothing else.
+Every figure is the best of 3 means over 30 calls,
 after a warm-up; the first call's time is the compile (warm from inductor's on-disk cache when
 the same command ran before). Run it alone: the 2 cores are the measurement.
 """
@@ -160,6 +167,11 @@ def main() -> None:
     p.add_argument("--dynamic", action="store_true", help="compile once for any row count")
     p.add_argument("--cpp-wrapper", action="store_true", help="inductor's C++ wrapper in place of Python")
     p.add_argument("--pt2e", action="store_true", help="the int8 export-flow rows (needs torchao)")
+    p.add_argument("--packed", action="store_true", help="compile the step of our packed model")
+    p.add_argument("--no-freezing", action="store_true", help="inductor without freezing")
+    p.add_argument("--backend", default="inductor", help="torch.compile's backend (eager: Python only)")
+    p.add_argument("--mode", default=None, help="torch.compile's mode, e.g. max-autotune")
+    p.add_argument("--rows", type=int, nargs="+", default=[64, 320])
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -170,11 +182,12 @@ def main() -> None:
     if args.pt2e:
         inductor.freezing = True
         return pt2e_rows(model)
-    inductor.freezing, inductor.cpp_wrapper = True, args.cpp_wrapper
-    compiled = torch.compile(StaticStep(model), dynamic=args.dynamic)
+    inductor.freezing, inductor.cpp_wrapper = not args.no_freezing, args.cpp_wrapper
     variants = {"eager plain": model, "eager packed": pack(model), "eager int8": quantize(model, "int8")}
-    for rows in (64, 320):
-        figures = {**eager_figures(variants, rows), **compiled_figures(model, rows, compiled)}
+    traced = variants["eager packed"] if args.packed else model
+    compiled = torch.compile(StaticStep(traced), dynamic=args.dynamic, backend=args.backend, mode=args.mode)
+    for rows in args.rows:
+        figures = {**eager_figures(variants, rows), **compiled_figures(traced, rows, compiled)}
         print(
             f"{rows} rows: "
             + ", ".join(f"{k} {v:.2f}" + ("" if "(s)" in k else " ms") for k, v in figures.items())
