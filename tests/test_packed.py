@@ -29,6 +29,18 @@ def test_pack_replaces_every_linear_layer_of_a_copy(arch):
     assert not {p.data_ptr() for p in model.parameters()} & {q.data_ptr() for q in packed.parameters()}
 
 
+def test_a_linear_layer_followed_by_a_relu_becomes_one_packed_call():
+    """The feed-forward block's first layer applies the ReLU inside oneDNN's call: one operator
+    fewer per block and step, and the same values."""
+    model = MODELS["transformer"]().eval()
+    packed = pack(model)
+    assert all(block.ff[0].relu and isinstance(block.ff[1], nn.Identity) for block in packed.decoder)
+    assert not any(isinstance(m, nn.ReLU) for m in packed.modules())
+    x = torch.randn(3, 5, model.cfg.d_model, generator=torch.Generator().manual_seed(2))
+    with torch.inference_mode():
+        torch.testing.assert_close(packed.encoder[0].ff(x), model.encoder[0].ff(x), atol=1e-6, rtol=1e-5)
+
+
 @pytest.mark.parametrize("arch", MODELS)
 @pytest.mark.parametrize("beam", [1, 4])
 def test_packed_search_gives_the_plain_search_token_for_token(arch, beam):

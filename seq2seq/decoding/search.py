@@ -277,15 +277,15 @@ def best_continuations(scores: Tensor, logprobs: Tensor, width: int) -> tuple[Te
 def constrain(logprobs: Tensor, t: int, min_len: int, max_lens: Tensor) -> None:
     """In place: never PAD or BOS; no EOS before min_len; only EOS once a row reaches its max
     (the max wins over min_len, so every row can always end)."""
-    eos = logprobs[:, EOS_ID].clone()
+    at_max = t >= max_lens
+    eos = logprobs[at_max, EOS_ID] if at_max.any() else None  # (rows at their max,)
     logprobs[:, PAD_ID] = float("-inf")
     logprobs[:, BOS_ID] = float("-inf")
     if t < min_len:
         logprobs[:, EOS_ID] = float("-inf")
-    at_max = t >= max_lens
-    if at_max.any():
+    if eos is not None:
         logprobs[at_max] = float("-inf")
-        logprobs[at_max, EOS_ID] = eos[at_max]
+        logprobs[at_max, EOS_ID] = eos
 
 
 def output_limit(model: Seq2SeqModel) -> int:

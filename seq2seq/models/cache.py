@@ -26,15 +26,15 @@ class DecoderCache:
         self.buffer = self_kv.view(-1)  # the flat memory self_kv lives in
         self.spare: Tensor | None = None  # the other flat buffer: where the next reorder or select goes
         self.length = 0  # target positions written so far
+        self.layers = layer_views(self_kv)
 
     def append_self_kv(self, layer: int, q: Tensor, k: Tensor, v: Tensor):
         """Store this step's (B, H, 1, Dh) key/value; return attention inputs over every position
         so far. No mask is needed: a step only ever sees the past."""
-        t = self.length
-        self.self_kv[layer, 0, :, :, t : t + 1] = k
-        self.self_kv[layer, 1, :, :, t : t + 1] = v
-        kv = self.self_kv[layer, :, :, :, : t + 1]
-        return q, kv[0], kv[1], None, False
+        t, (keys, values) = self.length, self.layers[layer]
+        keys.narrow(2, t, 1).copy_(k)
+        values.narrow(2, t, 1).copy_(v)
+        return q, keys.narrow(2, 0, t + 1), values.narrow(2, 0, t + 1), None, False
 
     def reorder(self, beam_idx: Tensor) -> None:
         """Row i continues the hypothesis of row beam_idx[i]: move the self-attention K/V only.
@@ -75,6 +75,13 @@ class DecoderCache:
         t = self.length
         torch.index_select(self.self_kv[..., :t, :], 2, rows, out=target[..., :t, :])
         self.self_kv, self.buffer, self.spare = target, self.spare, self.buffer
+        self.layers = layer_views(target)
+
+
+def layer_views(self_kv: Tensor) -> list[tuple[Tensor, Tensor]]:
+    """Each layer's key and value buffers (B, H, Tmax, Dh), as views made once per buffer rather
+    than indexed out of (L, 2, ...) at every step: a step then costs a few operator calls fewer."""
+    return [(layer[0], layer[1]) for layer in self_kv]
 
 
 class PrefixCache:

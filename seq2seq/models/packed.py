@@ -18,6 +18,7 @@ it carries packed copies beside them, and it is never trained or exported.
 
 import copy
 import functools
+import itertools
 
 import torch
 import torch.nn.functional as F
@@ -29,19 +30,24 @@ MIN_SPEEDUP = 1.15  # below this a measured gain is within the noise of a shared
 
 
 class PackedLinear(nn.Module):
-    """`nn.Linear` with its weight also held in oneDNN's layout: (..., in) -> (..., out)."""
+    """`nn.Linear` with its weight also held in oneDNN's layout: (..., in) -> (..., out), followed
+    by a ReLU inside the same call when `relu` (oneDNN applies it as the GEMM writes its output)."""
 
-    def __init__(self, weight: Tensor, bias: Tensor | None):
+    def __init__(self, weight: Tensor, bias: Tensor | None, relu: bool = False):
         super().__init__()
         self.weight, self.bias = weight, bias  # the plain tensors, for autocast and inspection
+        self.relu = relu
         self.register_buffer(
             "packed", torch.ops.mkldnn._reorder_linear_weight(weight.detach()), persistent=False
         )
 
     def forward(self, x: Tensor) -> Tensor:
         if torch.is_autocast_enabled("cpu") or x.dtype != torch.float32:
-            return F.linear(x, self.weight, self.bias)
-        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+            y = F.linear(x, self.weight, self.bias)
+            return F.relu(y) if self.relu else y
+        return torch.ops.mkldnn._linear_pointwise(
+            x, self.packed, self.bias, "relu" if self.relu else "none", [], ""
+        )
 
 
 def packing_available(model: nn.Module) -> bool:
@@ -62,9 +68,14 @@ def pack(model: nn.Module) -> nn.Module:
     if getattr(model, "generator", "none") is None:  # tied: the projection reads the embedding
         model.generator = PackedLinear(model.embed.weight, None)
     for parent in list(model.modules()):
-        for name, child in parent.named_children():
+        children = [*parent.named_children(), (None, None)]
+        for (name, child), (next_name, next_child) in itertools.pairwise(children):
             if type(child) is nn.Linear:
-                setattr(parent, name, PackedLinear(child.weight, child.bias))
+                # a Linear then a ReLU in a Sequential (a feed-forward block) become one call
+                relu = isinstance(parent, nn.Sequential) and type(next_child) is nn.ReLU
+                setattr(parent, name, PackedLinear(child.weight, child.bias, relu))
+                if relu:
+                    setattr(parent, next_name, nn.Identity())
     return model
 
 

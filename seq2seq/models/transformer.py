@@ -121,12 +121,20 @@ class Attention(nn.Module):
         return scores.softmax(dim=-1)
 
 
+class Dropout(nn.Dropout):
+    """`nn.Dropout` that calls no operator at all when not training: a decode step passes through
+    a dozen of them, each otherwise an operator call that returns its input."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return super().forward(x) if self.training else x
+
+
 class FeedForward(nn.Sequential):
     def __init__(self, cfg: TransformerConfig):
         super().__init__(
             nn.Linear(cfg.d_model, cfg.d_ff),
             nn.ReLU(),
-            nn.Dropout(cfg.dropout),
+            Dropout(cfg.dropout),
             nn.Linear(cfg.d_ff, cfg.d_model),
         )
 
@@ -137,7 +145,7 @@ class Residual(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.norm = nn.LayerNorm(cfg.d_model)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.norm_first = cfg.norm_first
 
     def forward(self, x: Tensor, sublayer) -> Tensor:
@@ -203,7 +211,7 @@ class Transformer(Seq2SeqModel):
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=PAD_ID)
         self.register_buffer("positions", sinusoids(cfg.max_positions, cfg.d_model), persistent=False)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
         # Pre-LN leaves the residual stream unnormalised, so each stack ends with a LayerNorm.
