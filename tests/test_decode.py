@@ -4,13 +4,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from seq2seq.decoding.beams import parent_slots
 from seq2seq.decoding.search import (
     EOS_ID,
     DecodeOptions,
     beam_search,
     max_lengths,
     pad,
-    parent_slots,
     penalty,
     search,
     translate,
