@@ -4,16 +4,17 @@ inductor against our eager step, and int8 through PyTorch 2's export flow agains
     python scripts/bench_compiled_step.py --run runs/multi30k-en-fr            # eager vs compiled
     python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --dynamic  # one graph, any rows
     python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --pt2e     # needs `pip install torchao`
-    python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --packed --no-freezing
+    python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --packed
     python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --packed --backend eager
     python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --mode max-autotune
 
 The compiled step runs over a fixed-shape self-attention cache with a length mask (as gpt-fast and
 Hugging Face's StaticCache do), so one graph serves every position; inductor compiles it with
-`freezing` (weights folded and prepacked). `--packed` compiles the step of our packed model instead
-(its linear layers already call oneDNN on weights reordered at load, which inductor keeps as extern
-calls, fusing what lies between them); `--backend eager` only traces the step into one graph
-and runs its operators as eager does, which takes the Python of the step away and nothing else.
+`freezing` (weights folded and prepacked). `--packed` compiles the step of our packed model instead,
+whose linear layers call oneDNN on weights reordered at load (with `--no-freezing` inductor 2.13
+fails to lower that call: the `LoweringException` is the finding); `--backend eager` only traces
+the step into one graph and runs its operators as eager does, which takes the Python of the step
+away and nothing else.
 Every figure is the best of 3 means over 30 calls,
 after a warm-up; the first call's time is the compile (warm from inductor's on-disk cache when
 the same command ran before). Run it alone: the 2 cores are the measurement.
