@@ -15,7 +15,6 @@ from seq2seq.decoding.beams import best_continuations, parent_slots
 from seq2seq.decoding.penalty import check_length_penalty, penalty
 from seq2seq.device import autocast
 from seq2seq.errors import Seq2SeqError
-from seq2seq.models.cache import is_identity
 from seq2seq.models.protocol import Seq2SeqModel
 
 
@@ -208,7 +207,7 @@ def beam_search(
             keep = alive.nonzero()[:, 0]
             cache.select(beam_idx.view(n, K)[keep].view(-1), K)  # reorder, shrink or grow in one copy
             sent, scores, history, token, alive = (x[keep] for x in (sent, scores, history, token, alive))
-        elif not is_identity(beam_idx):
+        else:  # the cache skips the rows that keep their own parent (all of them, often)
             cache.reorder(beam_idx)
         tokens = token.reshape(-1)
     return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]

@@ -106,11 +106,6 @@ class PrefixCache:
         self.reorder(rows)
 
 
-def is_identity(beam_idx: Tensor) -> bool:
-    """True when every row keeps its own parent, so a reorder would copy for nothing."""
-    return bool(torch.equal(beam_idx, torch.arange(len(beam_idx), device=beam_idx.device)))
-
-
 State = Tensor | tuple[Tensor, Tensor]  # a GRU's h, or an LSTM's (h, c): each (L, B, D)
 
 
