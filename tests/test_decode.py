@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from seq2seq.decoding.beams import parent_slots
+from seq2seq.decoding.beams import best_continuations, block_size, parent_slots
 from seq2seq.decoding.search import (
     EOS_ID,
     DecodeOptions,
@@ -194,3 +194,27 @@ def test_parent_slots_keep_each_parents_first_child_in_its_row():
         assert len(kept) == len(set(parents))  # one row per distinct parent needs no copy
         assert all(row_parents[p] == p for p in row_parents)  # every donor keeps its own row
     assert arranged[0].tolist() == [0, 1, 2, 3, 4] and arranged[2].tolist() == [3, 3, 3, 3, 3]
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "V", "block"),
+    [(3, 5, 8000, 160), (2, 1, 8000, 160), (3, 5, 8009, 1), (4, 5, 32, 2), (2, 1, 7, 1)],
+)
+def test_best_continuations_equal_a_top_k_over_every_candidate(n, k, V, block):
+    """The blocked search returns what a top-k over all k x V candidates returns, whatever the
+    vocabulary: a multiple of the block, a prime (one column a block), or smaller than the width;
+    rows forbidden tokens (-inf), as constrain makes them, included."""
+    generator = torch.Generator().manual_seed(V + k)
+    scores = torch.randn(n, k, generator=generator) * 4
+    logprobs = (torch.randn(n * k, V, generator=generator) * 3).log_softmax(-1)
+    logprobs[:, :2] = float("-inf")
+    width = 10
+    top, parent, token = best_continuations(scores, logprobs, width)
+    everything = (scores[:, :, None] + logprobs.view(n, k, V)).view(n, k * V)
+    expected = everything.topk(min(width, k * V), dim=1).values
+    assert torch.equal(top[:, : expected.size(1)], expected)
+    assert ((token >= 0) & (token < V)).all() and ((parent >= 0) & (parent < k)).all()
+    finite = top.isfinite()  # each finite candidate is the extension it names
+    named = scores.gather(1, parent) + logprobs.view(n, k, V)[torch.arange(n)[:, None], parent, token]
+    assert torch.equal(named[finite], top[finite])
+    assert block_size(max(V, width), width) == block  # blocks where V has a divisor that fits
