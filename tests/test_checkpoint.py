@@ -78,6 +78,29 @@ def test_training_state_round_trip(tmp_path):
             assert torch.equal(value, loaded["state"][idx][name])
 
 
+def test_a_run_saved_by_the_unfused_adamw_resumes_into_the_fused_one(tmp_path):
+    """Runs saved before training used the fused AdamW resume with it, and take the same step."""
+    from seq2seq.training.train import adamw
+
+    def one_step(model, optimizer):
+        model(torch.tensor([[5, 3]]), torch.tensor([[2, 6]])).sum().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+    model = tiny_model()
+    old = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9, fused=False)
+    one_step(model, old)
+    ckpt.save_training_state(tmp_path / "last.safetensors", model, old, {"step": 1})
+    resumed = tiny_model(seed=9)
+    fused = adamw(resumed, lr=1e-3)
+    assert fused.defaults["fused"]
+    ckpt.load_training_state(tmp_path / "last.safetensors", resumed, fused)
+    one_step(model, old)
+    one_step(resumed, fused)
+    for a, b in zip(model.parameters(), resumed.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize(
     "damage,message",
     [

@@ -1,0 +1,89 @@
+"""Training throughput, side by side in one process: target tokens/s of the whole training step
+(forward, backward, clipping, AdamW) for the ways the step could run, on the same batches.
+
+    python scripts/bench_train_step.py --run runs/multi30k-en-fr
+    python scripts/bench_train_step.py --run runs/multi30k-en-fr --fp32 --variants eager fused
+
+Variants (each its own copy of one freshly initialised model, with the run's config):
+  eager     what `seq2seq train` does today: AdamW with its default (foreach) update
+  fused     AdamW(fused=True): the whole update in one kernel per parameter group
+  compiled  the forward and loss under torch.compile (inductor, dynamic shapes: one graph serves
+            every batch shape), with the fused AdamW; its compile time is printed apart
+
+The batches are the first ones of the run's epoch 0 (its tokenized training set, its token
+budget); every variant trains on the same ones, the variants take turns (round-robin, one batch
+each), so a noisy neighbour spoils all of them alike. Prints the CPU and its flags first.
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+from machine import cpu  # this folder is on the path when a script runs
+
+from seq2seq.data import tokenized
+from seq2seq.data.batch import collate, token_batches
+from seq2seq.device import autocast
+from seq2seq.models.registry import ModelConfig, build_model, config_from_dict
+from seq2seq.training.step import TrainStep
+
+
+class World:  # one process: what TrainStep asks of torch.distributed
+    size = 1
+
+
+def trainer(config: ModelConfig, variant: str, precision) -> TrainStep:
+    torch.manual_seed(0)
+    model = build_model(config)
+    fused = variant != "eager"
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=fused)
+    forward = torch.compile(model, dynamic=True) if variant == "compiled" else model
+    return TrainStep(forward, optimizer, World(), precision, clip_norm=1.0, smoothing=0.1)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--run", required=True, help="a run directory with config.json and tokenized/")
+    p.add_argument("--variants", nargs="+", default=["eager", "fused", "compiled"])
+    p.add_argument("--batches", type=int, default=30, help="timed batches per variant")
+    p.add_argument("--warmup", type=int, default=5, help="untimed batches per variant first")
+    p.add_argument("--fp32", action="store_true", help="no bf16 autocast, even where it is fast")
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    run = Path(args.run)
+    saved = json.loads((run / "config.json").read_text())
+    config = config_from_dict(saved["model"])
+    max_tokens = saved["train"]["max_tokens"]
+    train_set = tokenized.load(next((run / "tokenized").iterdir()))
+    indices = token_batches(train_set.lengths, max_tokens, seed=1, epoch=0)[: args.warmup + args.batches]
+    batches = [collate(*train_set.rows(i), config.max_positions) for i in indices]
+    precision = autocast(torch.device("cpu"), not args.fp32)
+    print(f"CPU: {cpu()}; torch {torch.__version__}; {args.threads} threads")
+    print(f"precision: {'bf16 autocast' if precision._enabled else 'fp32'}; max_tokens {max_tokens}")
+
+    steps = {v: trainer(config, v, precision) for v in args.variants}
+    for variant, step in steps.items():  # the warm-up batches: compilation happens here
+        tick = time.perf_counter()
+        for batch in batches[: args.warmup]:
+            step(batch, lr=1e-4)
+        warm = time.perf_counter() - tick
+        print(f"{variant}: first {args.warmup} batches (warm-up, compilation) {warm:.1f} s")
+    seconds = dict.fromkeys(steps, 0.0)
+    tokens = sum(b.n_tokens for b in batches[args.warmup :])
+    for batch in batches[args.warmup :]:
+        for variant, step in steps.items():
+            tick = time.perf_counter()
+            step(batch, lr=1e-4)
+            seconds[variant] += time.perf_counter() - tick
+    base = tokens / seconds[args.variants[0]]
+    print(f"| variant | target tokens/s | vs {args.variants[0]} |")
+    print("|---|---|---|")
+    for variant, s in seconds.items():
+        print(f"| {variant} | {tokens / s:,.0f} | {tokens / s / base:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
