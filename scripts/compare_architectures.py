@@ -51,7 +51,8 @@ def main() -> None:
         metrics = read_metrics(run)
         model, _ = load_run(run)
         parameters = sum(p.numel() for p in model.parameters())
-        tokens_per_s = sum(r["tokens_per_s"] for r in metrics) / len(metrics)
+        speeds = [r["tokens_per_s"] for r in metrics if r.get("tokens_per_s")]  # not the averaged row's
+        tokens_per_s = sum(speeds) / len(speeds)
         print(
             f"| {name} | {scores['bleu']:.1f} | {scores['chrf']:.1f} | {parameters / 1e6:.1f}M | "
             f"{metrics[-1]['elapsed_s'] / 60:.0f} | {tokens_per_s:,.0f} | "
