@@ -5,8 +5,9 @@
     python scripts/bench_train_step.py --run runs/multi30k-en-fr --fp32 --variants eager fused
 
 Variants (each its own copy of one freshly initialised model, with the run's config):
-  eager     what `seq2seq train` does today: AdamW with its default (foreach) update
-  fused     AdamW(fused=True): the whole update in one kernel per parameter group
+  eager     AdamW with its default update (on a CPU a loop over the parameters), what `seq2seq
+            train` used before commit 9b24ce0
+  fused     what `seq2seq train` uses (`training.train.adamw`): one kernel per parameter group
   compiled  the forward and loss under torch.compile (inductor, dynamic shapes: one graph serves
             every batch shape), with the fused AdamW; its compile time is printed apart
 
@@ -25,20 +26,20 @@ from machine import cpu  # this folder is on the path when a script runs
 
 from seq2seq.data import tokenized
 from seq2seq.data.batch import collate, token_batches
-from seq2seq.device import autocast
+from seq2seq.device import autocast, use_bf16
 from seq2seq.models.registry import ModelConfig, build_model, config_from_dict
+from seq2seq.training.distributed import World
 from seq2seq.training.step import TrainStep
-
-
-class World:  # one process: what TrainStep asks of torch.distributed
-    size = 1
+from seq2seq.training.train import adamw
 
 
 def trainer(config: ModelConfig, variant: str, precision) -> TrainStep:
     torch.manual_seed(0)
     model = build_model(config)
-    fused = variant != "eager"
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=fused)
+    if variant == "eager":
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=False)
+    else:
+        optimizer = adamw(model, lr=1e-4)
     forward = torch.compile(model, dynamic=True) if variant == "compiled" else model
     return TrainStep(forward, optimizer, World(), precision, clip_norm=1.0, smoothing=0.1)
 
@@ -60,9 +61,11 @@ def main() -> None:
     train_set = tokenized.load(next((run / "tokenized").iterdir()))
     indices = token_batches(train_set.lengths, max_tokens, seed=1, epoch=0)[: args.warmup + args.batches]
     batches = [collate(*train_set.rows(i), config.max_positions) for i in indices]
-    precision = autocast(torch.device("cpu"), not args.fp32)
+    cpu_device = torch.device("cpu")
+    precision = autocast(cpu_device, not args.fp32)
+    bf16 = use_bf16(cpu_device, not args.fp32)
     print(f"CPU: {cpu()}; torch {torch.__version__}; {args.threads} threads")
-    print(f"precision: {'bf16 autocast' if precision._enabled else 'fp32'}; max_tokens {max_tokens}")
+    print(f"precision: {'bf16 autocast' if bf16 else 'fp32'}; max_tokens {max_tokens}")
 
     steps = {v: trainer(config, v, precision) for v in args.variants}
     for variant, step in steps.items():  # the warm-up batches: compilation happens here
