@@ -51,7 +51,7 @@ def main() -> None:
         metrics = read_metrics(run)
         model, _ = load_run(run)
         parameters = sum(p.numel() for p in model.parameters())
-        speeds = [r["tokens_per_s"] for r in metrics if r.get("tokens_per_s")]  # not the averaged row's
+        speeds = [r["tokens_per_s"] for r in metrics if not r.get("averaged")]  # averaged: no training
         tokens_per_s = sum(speeds) / len(speeds)
         print(
             f"| {name} | {scores['bleu']:.1f} | {scores['chrf']:.1f} | {parameters / 1e6:.1f}M | "
