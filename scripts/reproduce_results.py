@@ -2,6 +2,7 @@
 
     python scripts/reproduce_results.py --data-dir ../shared/corpora/multi30k
     python scripts/reproduce_results.py --data-dir ../shared/corpora/multi30k --pairs en-fr --minutes 50
+    python scripts/reproduce_results.py --pairs en-fr --entry en-fr-avx2 --data-dir ...  # a second CPU
     python scripts/reproduce_results.py --table      # the table again, from docs/results.json alone
 
 Each pair trains with the default recipe (`seq2seq train --max-minutes 50`, the `small` preset)
@@ -12,8 +13,8 @@ test_2016_flickr and test_2017_flickr (where the pair has it).
 What it produced goes into docs/results.json, kept in the repository: per pair the run's config and
 every metrics.jsonl row, the test scores with the sacreBLEU signature, example translations, and
 the provenance (commit, date, CPU model and flags, torch). A pair rerun replaces its own entry
-only. The markdown table in docs/results.md is printed from that file, so it never outlives its
-evidence.
+only; `--entry NAME` keeps a second run of one pair (on another CPU) beside the first. The markdown
+table in docs/results.md is printed from that file, so it never outlives its evidence.
 """
 
 import argparse
@@ -54,10 +55,9 @@ def commit() -> str:
     return proc.stdout.strip() + ("+uncommitted changes" if dirty else "") if proc.returncode == 0 else "?"
 
 
-def reproduce(pair: str, data_dir: str, minutes: float, skip_training: bool) -> dict:
+def reproduce(pair: str, data_dir: str, minutes: float, skip_training: bool, run: Path) -> dict:
     """Train (unless skipped) and score one pair; the entry docs/results.json keeps for it."""
     src, tgt = pair.split("-")
-    run = Path("runs") / f"multi30k-{src}-{tgt}"
     command = ["train", "--data-dir", data_dir, "--src", src, "--tgt", tgt, "--run", str(run)]
     command += ["--max-minutes", str(minutes)]
     if not skip_training:
@@ -68,6 +68,7 @@ def reproduce(pair: str, data_dir: str, minutes: float, skip_training: bool) -> 
         tests[split] = {name: json.loads(seq2seq(*scoring, *how)) for name, how in SEARCHES.items()}
     translations = seq2seq("translate", "--run", str(run), *EXAMPLES).splitlines()
     return {
+        "pair": pair,
         "command": "seq2seq " + " ".join(command),
         "commit": commit(),
         "date": datetime.date.today().isoformat(),
@@ -88,7 +89,8 @@ def table(results: dict) -> str:
         "best val BLEU (greedy) | CPU |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for pair, entry in results.items():
+    for name, entry in results.items():
+        pair = entry.get("pair", name)
         rows = entry["metrics"]
         trained = [r for r in rows if not r.get("averaged")]
         best = max(rows, key=lambda r: r["val_bleu"])
@@ -103,8 +105,8 @@ def table(results: dict) -> str:
             )
     signatures = {s["beam5"]["bleu_signature"] for e in results.values() for s in e["test"].values()}
     lines.append("\nsacreBLEU: " + "; ".join(sorted(signatures)))
-    for pair, entry in results.items():
-        lines += [f"- {pair}: {source} -> {out}" for source, out in entry["examples"].items()]
+    for name, entry in results.items():
+        lines += [f"- {name}: {source} -> {out}" for source, out in entry["examples"].items()]
     return "\n".join(lines)
 
 
@@ -114,14 +116,19 @@ def main() -> None:
     p.add_argument("--pairs", nargs="+", default=["en-fr", "en-de", "en-cs"])
     p.add_argument("--minutes", type=float, default=50)
     p.add_argument("--skip-training", action="store_true")
+    p.add_argument("--entry", help="with one pair: the results entry and run (default: the pair)")
     p.add_argument("--table", action="store_true", help="only print the table from docs/results.json")
     args = p.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     if not args.table:
         if not args.data_dir:
             p.error("--data-dir is required unless --table")
+        if args.entry and len(args.pairs) != 1:
+            p.error("--entry names the entry of one pair")
         for pair in args.pairs:
-            results[pair] = reproduce(pair, args.data_dir, args.minutes, args.skip_training)
+            name = args.entry or pair
+            run = Path("runs") / f"multi30k-{name}"
+            results[name] = reproduce(pair, args.data_dir, args.minutes, args.skip_training, run)
             write_atomic(RESULTS, (json.dumps(results, indent=1) + "\n").encode())
     print(table(results))
 
