@@ -3,6 +3,7 @@
     python scripts/reproduce_results.py --data-dir ../shared/corpora/multi30k
     python scripts/reproduce_results.py --data-dir ../shared/corpora/multi30k --pairs en-fr --minutes 50
     python scripts/reproduce_results.py --pairs en-fr --entry en-fr-avx2 --data-dir ...  # a second CPU
+    python scripts/reproduce_results.py --pairs en-fr --entry en-fr-cool --data-dir ... --train --cooldown 0.2
     python scripts/reproduce_results.py --table      # the table again, from docs/results.json alone
 
 Each pair trains with the default recipe (`seq2seq train --max-minutes 50`, the `small` preset)
@@ -13,7 +14,8 @@ test_2016_flickr and test_2017_flickr (where the pair has it).
 What it produced goes into docs/results.json, kept in the repository: per pair the run's config and
 every metrics.jsonl row, the test scores with the sacreBLEU signature, example translations, and
 the provenance (commit, date, CPU model and flags, torch). A pair rerun replaces its own entry
-only; `--entry NAME` keeps a second run of one pair (on another CPU) beside the first. The markdown
+only; `--entry NAME` keeps a second run of one pair (on another CPU, or with a lever: the options
+after `--train` are added to the recipe's command) beside the first. The markdown
 table in docs/results.md is printed from that file, so it never outlives its evidence.
 """
 
@@ -55,11 +57,13 @@ def commit() -> str:
     return proc.stdout.strip() + ("+uncommitted changes" if dirty else "") if proc.returncode == 0 else "?"
 
 
-def reproduce(pair: str, data_dir: str, minutes: float, skip_training: bool, run: Path) -> dict:
+def reproduce(
+    pair: str, run: Path, data_dir: str, minutes: float, skip_training: bool, recipe: list[str]
+) -> dict:
     """Train (unless skipped) and score one pair; the entry docs/results.json keeps for it."""
     src, tgt = pair.split("-")
     command = ["train", "--data-dir", data_dir, "--src", src, "--tgt", tgt, "--run", str(run)]
-    command += ["--max-minutes", str(minutes)]
+    command += ["--max-minutes", str(minutes), *recipe]
     if not skip_training:
         seq2seq(*command)
     tests = {}
@@ -117,6 +121,12 @@ def main() -> None:
     p.add_argument("--minutes", type=float, default=50)
     p.add_argument("--skip-training", action="store_true")
     p.add_argument("--entry", help="with one pair: the results entry and run (default: the pair)")
+    p.add_argument(
+        "--train",
+        nargs=argparse.REMAINDER,
+        default=[],
+        help="the rest: `seq2seq train` options besides the default recipe (a lever), e.g. --cooldown 0.2",
+    )
     p.add_argument("--table", action="store_true", help="only print the table from docs/results.json")
     args = p.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
@@ -128,7 +138,7 @@ def main() -> None:
         for pair in args.pairs:
             name = args.entry or pair
             run = Path("runs") / f"multi30k-{name}"
-            results[name] = reproduce(pair, args.data_dir, args.minutes, args.skip_training, run)
+            results[name] = reproduce(pair, run, args.data_dir, args.minutes, args.skip_training, args.train)
             write_atomic(RESULTS, (json.dumps(results, indent=1) + "\n").encode())
     print(table(results))
 
