@@ -15,7 +15,7 @@ from seq2seq.models.transformer import TransformerConfig
 from seq2seq.training import loop as loop_module
 from seq2seq.training.checkpoint import BEST, CURVES, LAST, load_run, read_metrics
 from seq2seq.training.config import TrainConfig
-from seq2seq.training.loop import Loop, lr_schedule
+from seq2seq.training.loop import Loop
 from seq2seq.training.train import train
 
 REVERSE_MODEL = TransformerConfig(
@@ -45,12 +45,6 @@ def val_exact_match(run_dir, data_dir) -> float:
     sources, targets = zip(*(line.split("\t") for line in val), strict=True)
     outputs = translate(model, tokenizer, list(sources), DecodeOptions(beam=1)).best
     return sum(o == t for o, t in zip(outputs, targets, strict=True)) / len(targets)
-
-
-def test_lr_schedule_warms_up_then_decays():
-    assert lr_schedule(1, 1e-3, 100) == pytest.approx(1e-5)
-    assert lr_schedule(100, 1e-3, 100) == pytest.approx(1e-3)
-    assert lr_schedule(400, 1e-3, 100) == pytest.approx(5e-4)
 
 
 def test_tiny_model_learns_to_reverse_digits(tmp_path):
@@ -191,9 +185,9 @@ def test_a_time_budget_pays_for_the_final_validation_from_the_first_run_on(tmp_p
     monkeypatch.setattr(importlib.import_module("seq2seq.training.train"), "time", fake_time)
     step, evaluate = Loop._train_step, loop_module.evaluate
 
-    def timed_step(self, batch, number, weight):
+    def timed_step(self, batch, number, weight, progress):
         clock.now += 1.0
-        return step(self, batch, number, weight)
+        return step(self, batch, number, weight, progress)
 
     def timed_evaluate(model, tokenizer, pairs, options):
         clock.now += 0.25 * len(pairs)
@@ -218,9 +212,9 @@ def assert_same_training_state(run_a, run_b) -> None:
 
 
 def record_steps(train_step, steps: list):
-    def recorded(self, batch, step, weight):
+    def recorded(self, batch, step, weight, progress):
         steps.append(step)
-        return train_step(self, batch, step, weight)
+        return train_step(self, batch, step, weight, progress)
 
     return recorded
 

@@ -79,6 +79,13 @@ def train(
     max_tokens: int = typer.Option(RECIPE.max_tokens, min=16, help="Batch size in pieces."),
     lr: float = typer.Option(RECIPE.lr, min=0.0, callback=finite, help="Peak learning rate."),
     warmup: int = typer.Option(RECIPE.warmup, min=1, help="Warmup steps."),
+    cooldown: float = typer.Option(
+        RECIPE.cooldown,
+        min=0.0,
+        max=1.0,
+        callback=finite,
+        help="The budget's last share over which the learning rate falls linearly to 0 (0: off).",
+    ),
     dropout: float = typer.Option(0.1, min=0.0, max=0.9, callback=finite, help="Dropout."),
     label_smoothing: float = typer.Option(
         RECIPE.label_smoothing,
@@ -132,6 +139,7 @@ def train(
         max_tokens=max_tokens,
         lr=lr,
         warmup=warmup,
+        cooldown=cooldown,
         label_smoothing=label_smoothing,
         subword_alpha=subword_alpha,
         epochs=epochs if epochs is not None else (None if max_minutes else RECIPE.epochs),

@@ -57,6 +57,14 @@ class World:
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
         return int(tensor.item())
 
+    def largest(self, values: list[float]) -> list[float]:
+        """Element-wise maximum over all processes (float64: small integer codes stay exact)."""
+        if self.size == 1:
+            return values
+        tensor = torch.tensor(values, dtype=torch.float64, device=self._collective_device)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        return tensor.tolist()
+
     def from_main(self, make: Callable[[], T]) -> T:
         """`make()` run on rank 0 only, its result given to every process. Whatever rank 0 raises
         is announced first: a Seq2SeqError is raised on every rank as one line, anything else

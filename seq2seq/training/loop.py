@@ -1,6 +1,5 @@
 """The training loop: steps, validation (loss and greedy BLEU), checkpoints and the stop rules."""
 
-import math
 import time
 from functools import partial
 
@@ -18,18 +17,13 @@ from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, rank_batch
 from seq2seq.training.reporter import Reporter
 from seq2seq.training.resume import TrainingState
+from seq2seq.training.schedule import budget_progress, lr_schedule
 from seq2seq.training.step import NonFiniteLoss, TrainStep, data_parallel, summed_loss
 from seq2seq.views import plots
 
 # Why a loop stops, by precedence: when processes differ (one was interrupted, another ran out of
 # time) the highest wins on all of them, so "interrupted" (save, validate nothing) overrides the rest.
 STOPS = (None, "max minutes", "early stop", "max steps", "interrupted")
-
-
-def lr_schedule(step: int, peak: float, warmup: int) -> float:
-    """Linear warmup to `peak`, then decay with 1/sqrt(step) (Vaswani et al. 2017)."""
-    step = max(step, 1)
-    return peak * min(step / warmup, math.sqrt(warmup / step))
 
 
 class Loop:
@@ -67,13 +61,13 @@ class Loop:
             reporter.epoch(state.epoch, self._steps(len(batches)), self._steps(state.batch))
             while state.batch < len(batches):
                 to_pay = step_seconds + validation_seconds * (2 if self.averaging else 1)
-                stop = self._stop_reason(state, start_time, to_pay, should_stop)
+                stop, progress = self._stop_reason(state, start_time, to_pay, should_stop, len(batches))
                 if stop:
                     break
                 tick = time.perf_counter()
                 index, weight = rank_batch(batches, state.batch, self.world)
                 batch = self._batch(batches[index], partial(self._training_rows, step=state.step + 1))
-                loss, n_tokens = self._train_step(batch, state.step + 1, weight)
+                loss, n_tokens = self._train_step(batch, state.step + 1, weight, progress)
                 state.step += 1
                 state.batch = min(state.batch + self.world.size, len(batches))
                 losses.append(loss)
@@ -129,21 +123,26 @@ class Loop:
         evaluate(self.model, self.tokenizer, sample, self.val_options)
         return (time.perf_counter() - tick) * len(self.val_pairs) / len(sample)
 
-    def _stop_reason(self, state, start_time, still_to_pay: float, should_stop) -> str | None:
-        """Why to stop before the next step, if at all, agreed by every process; the time budget must
-        also cover that step and the final validation (`still_to_pay` seconds), so it is rank 0's
-        clock that counts (only it knows what validation costs)."""
+    def _stop_reason(
+        self, state, start_time, still_to_pay: float, should_stop, n_batches: int
+    ) -> tuple[str | None, float]:
+        """Why to stop before the next step, if at all, and how much of the budget is used (for
+        the cooldown), agreed by every process; the time budget must also cover that step and the
+        final validation (`still_to_pay` seconds), so it is rank 0's clock that counts (only it
+        knows what validation costs)."""
         cfg, reason = self.config, None
-        elapsed = time.monotonic() - start_time + still_to_pay
+        elapsed = time.monotonic() - start_time + still_to_pay if self.world.is_main else 0.0
         if should_stop():
             reason = "interrupted"
         elif cfg.max_steps is not None and state.step >= cfg.max_steps:
             reason = "max steps"
         elif out_of_patience(cfg, state):  # a rerun of a run that stopped early
             reason = "early stop"
-        elif self.world.is_main and cfg.max_minutes is not None and elapsed >= cfg.max_minutes * 60:
+        elif cfg.max_minutes is not None and elapsed >= cfg.max_minutes * 60:
             reason = "max minutes"
-        return STOPS[self.world.first_of(STOPS.index(reason))]
+        progress = budget_progress(cfg, state.step, state.epoch + state.batch / max(n_batches, 1), elapsed)
+        code, progress = self.world.largest([STOPS.index(reason), progress])
+        return STOPS[int(code)], progress
 
     def _batch(self, indices, rows) -> Batch:
         src, tgt = rows(indices)
@@ -158,9 +157,11 @@ class Loop:
         seed = self.config.seed * 1_000_003 + step
         return self.tokenizer.sample(texts, self.config.subword_alpha, seed), tgt
 
-    def _train_step(self, batch: Batch, step: int, weight: float) -> tuple[float, int]:
+    def _train_step(self, batch: Batch, step: int, weight: float, progress: float) -> tuple[float, int]:
+        cfg = self.config
+        lr = lr_schedule(step, cfg.lr, cfg.warmup, progress, cfg.cooldown)
         try:
-            return self.train_step(batch, lr_schedule(step, self.config.lr, self.config.warmup), weight)
+            return self.train_step(batch, lr, weight)
         except NonFiniteLoss as e:
             raise Seq2SeqError(
                 f"the training loss became {e.args[0]} at step {step}; stopped without saving, "

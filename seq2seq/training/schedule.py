@@ -1,0 +1,37 @@
+"""The learning rate at each step: linear warmup, inverse square-root decay, and optionally a linear
+cooldown to zero over the last part of the run's budget.
+
+Why a cooldown: an inverse square-root schedule never comes down, so when a budget ends the weights
+are still taking large, noisy steps; decaying to zero over the budget's last part lands them in the
+minimum they were circling (Zhai et al. 2022, "Scaling Vision Transformers", used exactly this
+rsqrt + cooldown so one schedule fits any budget; Hägele et al. 2024 show the cooldown matches a
+full cosine schedule). It needs to know how far through its budget a run is: `budget_progress`.
+"""
+
+import math
+
+from seq2seq.training.config import TrainConfig
+
+
+def lr_schedule(step: int, peak: float, warmup: int, progress: float = 0.0, cooldown: float = 0.0) -> float:
+    """Linear warmup to `peak`, then decay with 1/sqrt(step) (Vaswani et al. 2017); over the last
+    `cooldown` share of the budget (`progress` from 1 - cooldown to 1) that rate falls linearly to 0."""
+    step = max(step, 1)
+    rate = peak * min(step / warmup, math.sqrt(warmup / step))
+    if cooldown <= 0:
+        return rate
+    return rate * min(1.0, max(0.0, 1.0 - progress) / cooldown)
+
+
+def budget_progress(cfg: TrainConfig, step: int, epochs_done: float, elapsed_s: float) -> float:
+    """How much of its budget this run has used, 0 to 1: the largest share of whichever limits it
+    has (steps and epochs count over the whole run, minutes over this invocation, as the stop rules
+    count them); 0 when it has none."""
+    shares = [0.0]
+    if cfg.max_steps:
+        shares.append(step / cfg.max_steps)
+    if cfg.epochs:
+        shares.append(epochs_done / cfg.epochs)
+    if cfg.max_minutes:
+        shares.append(elapsed_s / (cfg.max_minutes * 60))
+    return min(max(shares), 1.0)

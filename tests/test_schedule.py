@@ -1,0 +1,55 @@
+"""The learning-rate schedule: warmup, inverse square root, and the cooldown over the budget's end,
+down to the rate the optimizer really gets in a training run."""
+
+from dataclasses import replace
+
+import pytest
+
+from seq2seq.training.checkpoint import read_metrics
+from seq2seq.training.config import TrainConfig
+from seq2seq.training.schedule import budget_progress, lr_schedule
+from seq2seq.training.train import train
+from tests.test_train import REVERSE_MODEL, write_reversal_task
+
+
+def test_lr_schedule_warms_up_then_decays():
+    assert lr_schedule(1, 1e-3, 100) == pytest.approx(1e-5)
+    assert lr_schedule(100, 1e-3, 100) == pytest.approx(1e-3)
+    assert lr_schedule(400, 1e-3, 100) == pytest.approx(5e-4)
+
+
+def test_the_cooldown_falls_linearly_to_zero_over_the_budgets_last_share():
+    rsqrt = lr_schedule(400, 1e-3, 100)
+    assert lr_schedule(400, 1e-3, 100, progress=0.5, cooldown=0.2) == pytest.approx(rsqrt)
+    assert lr_schedule(400, 1e-3, 100, progress=0.8, cooldown=0.2) == pytest.approx(rsqrt)
+    assert lr_schedule(400, 1e-3, 100, progress=0.9, cooldown=0.2) == pytest.approx(rsqrt / 2)
+    assert lr_schedule(400, 1e-3, 100, progress=1.0, cooldown=0.2) == 0.0
+    assert lr_schedule(400, 1e-3, 100, progress=1.0, cooldown=0.0) == pytest.approx(rsqrt)  # off
+    assert lr_schedule(50, 1e-3, 100, progress=0.95, cooldown=0.5) == pytest.approx(0.5e-3 * 0.1)  # in warmup
+
+
+def test_budget_progress_is_the_largest_share_of_any_limit():
+    cfg = TrainConfig(epochs=None)
+    assert budget_progress(cfg, step=50, epochs_done=1.5, elapsed_s=60.0) == 0.0  # no limit: no cooldown
+    assert budget_progress(replace(cfg, max_steps=200), 50, 1.5, 60.0) == 0.25
+    assert budget_progress(replace(cfg, max_steps=200, epochs=3), 50, 1.5, 60.0) == 0.5
+    assert budget_progress(replace(cfg, max_steps=200, max_minutes=1.25), 50, 1.5, 60.0) == 0.8
+    assert budget_progress(replace(cfg, max_minutes=0.5), 50, 1.5, 60.0) == 1.0  # over: capped
+
+
+def test_a_run_with_a_cooldown_ends_its_budget_near_a_zero_learning_rate(tmp_path):
+    corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)  # 6 steps an epoch
+    config = TrainConfig(
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=4, lr=1e-3, device="cpu"
+    )
+    model_cfg = replace(REVERSE_MODEL, d_model=32, d_ff=64)
+    train(tmp_path / "plain", replace(config, max_steps=12), model_cfg)
+    train(tmp_path / "cooled", replace(config, max_steps=12, cooldown=0.5), model_cfg)
+    plain, cooled = (
+        [row["lr"] for row in read_metrics(tmp_path / run) if not row.get("averaged")]
+        for run in ("plain", "cooled")
+    )
+    # step 6 is before the cooldown (it starts once 6 of 12 steps are done); step 12 has 11 of 12 done
+    assert cooled[0] == pytest.approx(plain[0]) == pytest.approx(lr_schedule(6, 1e-3, 4))
+    assert cooled[1] == pytest.approx(lr_schedule(12, 1e-3, 4, progress=11 / 12, cooldown=0.5))
+    assert cooled[1] == pytest.approx(plain[1] / 6)
