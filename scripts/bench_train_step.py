@@ -5,9 +5,12 @@
     python scripts/bench_train_step.py --run runs/multi30k-en-fr --fp32 --variants eager fused
 
 Variants (each its own copy of one freshly initialised model, with the run's config):
-  eager     AdamW with its default update (on a CPU a loop over the parameters), what `seq2seq
-            train` used before commit 9b24ce0
-  fused     what `seq2seq train` uses (`training.train.adamw`): one kernel per parameter group
+  eager     AdamW with its default update (on a CPU a loop over the parameters), as `seq2seq
+            train` did before commit 9b24ce0, with today's loss
+  fused     what `seq2seq train` uses (`training.train.adamw`): one kernel per parameter group,
+            and the fused loss (`training.loss`)
+  torchloss the fused AdamW with PyTorch's `F.cross_entropy` (label smoothing, ignore_index) as
+            the loss, what `seq2seq train` used before the fused loss
   compiled  the forward and loss under torch.compile (inductor, dynamic shapes: one graph serves
             every batch shape), with the fused AdamW; its compile time is printed apart
 
@@ -22,15 +25,26 @@ import time
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from machine import cpu  # this folder is on the path when a script runs
 
 from seq2seq.data import tokenized
 from seq2seq.data.batch import collate, token_batches
+from seq2seq.data.special import PAD_ID
 from seq2seq.device import autocast, use_bf16
 from seq2seq.models.registry import ModelConfig, build_model, config_from_dict
 from seq2seq.training.distributed import World
 from seq2seq.training.step import TrainStep
 from seq2seq.training.train import adamw
+
+
+class TorchLossStep(TrainStep):
+    def summed_loss(self, batch):
+        logits = self.model(batch.src, batch.tgt_in).float().flatten(0, 1)
+        target = batch.tgt_out.flatten()
+        return F.cross_entropy(
+            logits, target, ignore_index=PAD_ID, label_smoothing=self.smoothing, reduction="sum"
+        )
 
 
 def trainer(config: ModelConfig, variant: str, precision) -> TrainStep:
@@ -41,13 +55,14 @@ def trainer(config: ModelConfig, variant: str, precision) -> TrainStep:
     else:
         optimizer = adamw(model, lr=1e-4)
     forward = torch.compile(model, dynamic=True) if variant == "compiled" else model
-    return TrainStep(forward, optimizer, World(), precision, clip_norm=1.0, smoothing=0.1)
+    step = TorchLossStep if variant == "torchloss" else TrainStep
+    return step(forward, optimizer, World(), precision, clip_norm=1.0, smoothing=0.1)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--run", required=True, help="a run directory with config.json and tokenized/")
-    p.add_argument("--variants", nargs="+", default=["eager", "fused", "compiled"])
+    p.add_argument("--variants", nargs="+", default=["eager", "fused", "compiled"], help="torchloss too")
     p.add_argument("--batches", type=int, default=30, help="timed batches per variant")
     p.add_argument("--warmup", type=int, default=5, help="untimed batches per variant first")
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast, even where it is fast")

@@ -11,24 +11,17 @@ import inspect
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from seq2seq.data.batch import Batch
-from seq2seq.data.special import PAD_ID
 from seq2seq.training.distributed import World
+from seq2seq.training.loss import smoothed_cross_entropy
 
 
 def summed_loss(model: nn.Module, batch: Batch, label_smoothing: float) -> torch.Tensor:
     """Cross-entropy summed over real target tokens (padding ignored)."""
     logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-    return F.cross_entropy(
-        logits.float().flatten(0, 1),
-        batch.tgt_out.flatten(),
-        ignore_index=PAD_ID,
-        label_smoothing=label_smoothing,
-        reduction="sum",
-    )
+    return smoothed_cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), label_smoothing)
 
 
 def data_parallel(model: nn.Module, world: World) -> nn.Module:
@@ -61,7 +54,7 @@ class TrainStep:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         with self.autocast:
-            loss_sum = summed_loss(self.model, batch, self.smoothing)
+            loss_sum = self.summed_loss(batch)
         if self.world.size == 1:
             loss = loss_sum / batch.n_tokens
             value, n_tokens = loss.item(), batch.n_tokens
@@ -76,3 +69,7 @@ class TrainStep:
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm)
         self.optimizer.step()
         return value, int(n_tokens)
+
+    def summed_loss(self, batch: Batch) -> torch.Tensor:
+        """The step's loss, summed over its real target tokens (a benchmark swaps it for another)."""
+        return summed_loss(self.model, batch, self.smoothing)

@@ -1,0 +1,80 @@
+"""The training loss: label-smoothed cross-entropy over the vocabulary, summed over real tokens,
+with its gradient computed in the forward pass, a block of rows at a time.
+
+Why not `F.cross_entropy`: with label smoothing it runs a log_softmax, a gather and a sum, and in
+the backward pass a zero-filled gradient, a scatter, an expanded smoothing gradient, their sum and
+the log_softmax backward: about ten passes over the (tokens, V) logits, each through main memory.
+On a 2-core AVX2 CPU in fp32 that was a quarter of a `small` training step (profiled: 660 of 2600
+ms). The loss fixes its own gradient up to the scalar that multiplies it, softmax - (1 - eps) *
+onehot - eps / V on real tokens and 0 on padding (what Apex's fused xentropy kernel computes on
+GPUs), so here each block of rows is read once from memory and worked on while it is in cache.
+"""
+
+import torch
+from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+from seq2seq.data.special import PAD_ID
+
+ROWS = 128  # rows per block on a CPU: 128 x 8000 fp32 logits are 4 MB, within its last-level cache
+
+
+def smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: float) -> Tensor:
+    """(N, V) logits, (N,) target ids (PAD_ID: padding, ignored) -> the summed loss, 0-d fp32;
+    the same value and gradient as `F.cross_entropy(logits.float(), target, ignore_index=PAD_ID,
+    label_smoothing=smoothing, reduction="sum")`. Without autograd (validation) it only scores."""
+    if torch.is_grad_enabled() and logits.requires_grad:
+        return SmoothedCrossEntropy.apply(logits, target, smoothing)
+    return summed(logits, target, smoothing, grad=None)
+
+
+def summed(logits: Tensor, target: Tensor, smoothing: float, grad: Tensor | None) -> Tensor:
+    """The summed loss, a block of rows at a time; given `grad` (N, V), the loss's gradient is
+    written there too, up to the scalar that will multiply it."""
+    N, V = logits.shape
+    # on a GPU one block: there each operation is a kernel launch, and the blocks would multiply them
+    rows = ROWS if logits.device.type == "cpu" else max(N, 1)
+    # fp32 logits get their gradient written in place of the block; others (bf16) go through one
+    # fp32 block, so the softmax is not rounded to a coarser type before it is complete
+    scratch = None
+    if grad is not None and grad.dtype != torch.float32:
+        scratch = logits.new_empty((min(rows, N), V), dtype=torch.float32)
+    total = torch.zeros((), dtype=torch.float32, device=logits.device)
+    for start in range(0, N, rows):
+        z, y = logits[start : start + rows].float(), target[start : start + rows]  # (n, V), (n,)
+        padding = y == PAD_ID
+        lse = torch.logsumexp(z, dim=1)  # (n,)
+        # -log p_j = lse - z_j, so (1 - eps) * -log p_y + eps / V * sum_j -log p_j is:
+        per_row = lse - (1 - smoothing) * z.gather(1, y[:, None]).squeeze(1) - smoothing / V * z.sum(1)
+        total += per_row.masked_fill(padding, 0.0).sum()
+        if grad is None:
+            continue
+        block = grad[start : start + rows] if scratch is None else scratch[: len(y)]
+        torch.sub(z, lse[:, None], out=block).exp_()  # softmax (n, V)
+        block.sub_(smoothing / V)
+        block.scatter_add_(1, y[:, None], block.new_full((len(y), 1), smoothing - 1))
+        block.masked_fill_(padding[:, None], 0.0)
+        if scratch is not None:
+            grad[start : start + rows].copy_(block)
+    return total
+
+
+class SmoothedCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits: Tensor, target: Tensor, smoothing: float) -> Tensor:
+        grad = torch.empty_like(logits)
+        total = summed(logits, target, smoothing, grad)
+        ctx.save_for_backward(grad)
+        ctx.used = False
+        return total
+
+    @staticmethod
+    @once_differentiable  # the gradient is computed, not traced: a second derivative would be wrong
+    def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None, None]:
+        # scaled in place: the saved gradient is as large as the logits, so it serves one backward
+        # pass only
+        if ctx.used:
+            raise RuntimeError("smoothed_cross_entropy's graph can be backpropagated once")
+        ctx.used = True
+        (grad,) = ctx.saved_tensors
+        return grad.mul_(grad_output), None, None
