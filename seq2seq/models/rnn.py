@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from seq2seq.data.special import PAD_ID
 from seq2seq.models.cache import RNNCache, State, map_state
+from seq2seq.models.dropout import Dropout
 from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
 
 
@@ -104,7 +105,7 @@ class RNN(Seq2SeqModel):
         cell = nn.GRU if cfg.cell == "gru" else nn.LSTM
         between = cfg.dropout if L > 1 else 0.0
         self.embed = nn.Embedding(cfg.vocab_size, D, padding_idx=PAD_ID)  # source, target, output
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         # Bahdanau's encoder reads both ways, D/2 per direction, so each h_j has D dimensions.
         half = D // 2 if self.bahdanau else D
         self.encoder = cell(D, half, L, batch_first=True, bidirectional=self.bahdanau, dropout=between)

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from seq2seq.data.special import PAD_ID
 from seq2seq.models.cache import DecoderCache
+from seq2seq.models.dropout import Dropout, dropout
 from seq2seq.models.positions import init_weights, sinusoids
 from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
 
@@ -89,6 +90,9 @@ class Attention(nn.Module):
             if record is not None:
                 record.append(w)
             y = w @ v
+        elif self.training and self.dropout > 0 and q.device.type == "cpu":
+            # what SDPA computes with dropout on a CPU (its math path), but with the cheap mask
+            y = dropout(self.weights(q, k, mask, causal), self.dropout, training=True) @ v
         else:
             p = self.dropout if self.training else 0.0
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal)
@@ -120,14 +124,6 @@ class Attention(nn.Module):
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         return scores.softmax(dim=-1)
-
-
-class Dropout(nn.Dropout):
-    """`nn.Dropout` that calls no operator at all when not training: a decode step passes through
-    a dozen of them, each otherwise an operator call that returns its input."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return super().forward(x) if self.training else x
 
 
 class FeedForward(nn.Sequential):
