@@ -59,7 +59,7 @@ def test_a_two_process_step_equals_one_process_on_the_union_of_the_batches(tmp_p
     result = torchrun(str(REPO / "tests" / "ddp_step.py"), str(out), cwd=tmp_path)
     result.stdout, result.stderr = result.communicate(timeout=240)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "agreed 3" in result.stdout  # rank 1's stop request reached rank 0
+    assert "agreed [3.0, 0.7]" in result.stdout  # rank 1's stop request reached rank 0, and rank 0's clock
 
     (src_a, tgt_a), (src_b, tgt_b) = step_batches()
     union = collate(src_a + src_b, tgt_a + tgt_b, max_len=64)

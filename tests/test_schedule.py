@@ -1,12 +1,16 @@
 """The learning-rate schedule: warmup, inverse square root, and the cooldown over the budget's end,
 down to the rate the optimizer really gets in a training run."""
 
+import importlib
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
+from seq2seq.training import loop as loop_module
 from seq2seq.training.checkpoint import read_metrics
 from seq2seq.training.config import TrainConfig
+from seq2seq.training.loop import Loop
 from seq2seq.training.schedule import budget_progress, lr_schedule
 from seq2seq.training.train import train
 from tests.test_train import REVERSE_MODEL, write_reversal_task
@@ -43,7 +47,7 @@ def test_a_run_with_a_cooldown_ends_its_budget_near_a_zero_learning_rate(tmp_pat
         corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=4, lr=1e-3, device="cpu"
     )
     model_cfg = replace(REVERSE_MODEL, d_model=32, d_ff=64)
-    train(tmp_path / "plain", replace(config, max_steps=12), model_cfg)
+    train(tmp_path / "plain", replace(config, max_steps=12, cooldown=0.0), model_cfg)
     train(tmp_path / "cooled", replace(config, max_steps=12, cooldown=0.5), model_cfg)
     plain, cooled = (
         [row["lr"] for row in read_metrics(tmp_path / run) if not row.get("averaged")]
@@ -53,3 +57,34 @@ def test_a_run_with_a_cooldown_ends_its_budget_near_a_zero_learning_rate(tmp_pat
     assert cooled[0] == pytest.approx(plain[0]) == pytest.approx(lr_schedule(6, 1e-3, 4))
     assert cooled[1] == pytest.approx(lr_schedule(12, 1e-3, 4, progress=11 / 12, cooldown=0.5))
     assert cooled[1] == pytest.approx(plain[1] / 6)
+
+
+def test_a_time_budgets_progress_never_goes_back_and_ends_near_one(tmp_path, monkeypatch):
+    """On a clock that moves only when the test says (a step 1 s; the first validation estimate
+    0.5 s a sentence, the validations then measured at 0.1 s), the progress each step is given
+    rises to the end of the budget, though the time still owed for validation shrinks."""
+    clock = SimpleNamespace(now=0.0)
+    fake_time = SimpleNamespace(monotonic=lambda: clock.now, perf_counter=lambda: clock.now)
+    monkeypatch.setattr(loop_module, "time", fake_time)
+    monkeypatch.setattr(importlib.import_module("seq2seq.training.train"), "time", fake_time)
+    step, evaluate, seen = Loop._train_step, loop_module.evaluate, []
+
+    def timed_step(self, batch, number, weight, progress):
+        clock.now += 1.0
+        seen.append(progress)
+        return step(self, batch, number, weight, progress)
+
+    def timed_evaluate(model, tokenizer, pairs, options):
+        clock.now += (0.1 if seen else 0.5) * len(pairs)
+        return evaluate(model, tokenizer, pairs, options)
+
+    monkeypatch.setattr(Loop, "_train_step", timed_step)
+    monkeypatch.setattr(loop_module, "evaluate", timed_evaluate)
+    corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)  # 6 steps an epoch
+    config = TrainConfig(
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, average=0, device="cpu"
+    )
+    model_cfg = replace(REVERSE_MODEL, d_model=32, d_ff=64)
+    train(tmp_path / "run", replace(config, max_minutes=0.5, cooldown=0.5), model_cfg)
+    assert len(seen) > 12 and seen == sorted(seen)
+    assert seen[-1] > 0.9

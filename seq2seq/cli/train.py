@@ -84,7 +84,8 @@ def train(
         min=0.0,
         max=1.0,
         callback=finite,
-        help="The budget's last share over which the learning rate falls linearly to 0 (0: off).",
+        help="The budget's last share over which the learning rate falls linearly to 0 (0: off); "
+        "a time budget is this invocation's, so a resumed run cools down at the end of its own.",
     ),
     dropout: float = typer.Option(0.1, min=0.0, max=0.9, callback=finite, help="Dropout."),
     label_smoothing: float = typer.Option(

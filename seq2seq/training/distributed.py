@@ -49,16 +49,9 @@ class World:
         dist.all_reduce(tensor)
         return tensor.tolist()
 
-    def first_of(self, codes: int) -> int:
-        """The largest of every process's `codes` (0: none): one process asking to stop stops all."""
-        if self.size == 1:
-            return codes
-        tensor = torch.tensor([codes], dtype=torch.int64, device=self._collective_device)
-        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-        return int(tensor.item())
-
     def largest(self, values: list[float]) -> list[float]:
-        """Element-wise maximum over all processes (float64: small integer codes stay exact)."""
+        """Element-wise maximum over all processes (float64: small integer codes stay exact): one
+        process asking to stop stops all, and rank 0's clock gives every rank the time used."""
         if self.size == 1:
             return values
         tensor = torch.tensor(values, dtype=torch.float64, device=self._collective_device)

@@ -41,6 +41,7 @@ class Loop:
         self.val_tgt = tokenizer.encode([t for _, t in self.val_pairs])
         self.max_len = model.cfg.max_positions
         self.val_options = DecodeOptions(beam=1, bf16=config.bf16)  # --fp32 validates in fp32 too
+        self.progress = 0.0  # the share of this invocation's budget used (schedule.budget_progress)
         self.autocast = autocast(self.device, config.bf16)
         self.train_step = TrainStep(
             data_parallel(model, world),
@@ -142,7 +143,10 @@ class Loop:
             reason = "max minutes"
         progress = budget_progress(cfg, state.step, state.epoch + state.batch / max(n_batches, 1), elapsed)
         code, progress = self.world.largest([STOPS.index(reason), progress])
-        return STOPS[int(code)], progress
+        # never backwards: the time still to pay shrinks when a validation is measured shorter
+        # than estimated, and the cooldown must not raise the rate again for that
+        self.progress = max(self.progress, progress)
+        return STOPS[int(code)], self.progress
 
     def _batch(self, indices, rows) -> Batch:
         src, tgt = rows(indices)

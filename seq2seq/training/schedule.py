@@ -24,9 +24,10 @@ def lr_schedule(step: int, peak: float, warmup: int, progress: float = 0.0, cool
 
 
 def budget_progress(cfg: TrainConfig, step: int, epochs_done: float, elapsed_s: float) -> float:
-    """How much of its budget this run has used, 0 to 1: the largest share of whichever limits it
-    has (steps and epochs count over the whole run, minutes over this invocation, as the stop rules
-    count them); 0 when it has none."""
+    """How much of its budget this run has used before its next step, 0 to 1: the largest share of
+    whichever limits it has, counted as the stop rules count them (steps and epochs over the whole
+    run, minutes over this invocation, including what the final validation will take); 0 when it
+    has none. So a resumed run with a time budget cools down again at the end of its new budget."""
     shares = [0.0]
     if cfg.max_steps:
         shares.append(step / cfg.max_steps)
