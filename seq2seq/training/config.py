@@ -12,7 +12,7 @@ class TrainConfig:
     max_tokens: int = 3072  # per batch: sentences x longest side, in pieces
     lr: float = 1.5e-3  # peak, reached at the end of warmup
     warmup: int = 400  # steps
-    cooldown: float = 0.0  # the budget's last share over which the lr falls linearly to 0 (schedule.py)
+    cooldown: float = 0.2  # the budget's last share over which the lr falls linearly to 0 (schedule.py)
     label_smoothing: float = 0.1
     subword_alpha: float = 0.3  # >0: source pieces sampled each step, P(x)^alpha (Tokenizer.sample)
     clip_norm: float = 1.0
