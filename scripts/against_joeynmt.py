@@ -2,12 +2,14 @@
 the training step for the `small` shape, the same Multi30k pairs and the same joint SentencePiece
 model, each system in a process of its own, taking turns.
 
-    python -m venv --system-site-packages /tmp/joey && /tmp/joey/bin/pip install joeynmt==2.3.0
+    python -m venv --system-site-packages /tmp/joey
+    /tmp/joey/bin/pip install joeynmt==2.3.0 importlib_metadata "sentencepiece<0.2"
     python scripts/against_joeynmt.py --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k \
         --joeynmt-python /tmp/joey/bin/python
 
-JoeyNMT gets a venv of its own because it pins protobuf<3.21 (transformers wants a newer one); with
---system-site-packages it runs on the same torch. It trains with the recipe of issue 5's comparison
+JoeyNMT gets a venv of its own because it pins protobuf<3.21 (transformers wants a newer one) and
+calls SentencePiece's `SetVocabulary`, gone in sentencepiece 0.2; with --system-site-packages it
+runs on the same torch. It trains with the recipe of issue 5's comparison
 (Adam, inverse-sqrt warmup of 1000 steps to 7e-4, label smoothing 0.1, token batches of 4096,
 pre-LN, tied embeddings, dropout 0.1) for --minutes, with no validation in that window, and its
 log's "Tokens per Sec" lines (target tokens over training time, every 10 steps) give its figure:
@@ -92,7 +94,7 @@ def joeynmt_config(work: Path, tokenizer: Path, src: str, tgt: str, batch_tokens
             "scheduling": "warmupinversesquareroot",
             "learning_rate": 7e-4,
             "learning_rate_warmup": 1000,
-            "learning_rate_min": 1e-8,
+            "learning_rate_min": 0.0,  # (PyYAML reads 1e-08 as a string: JSON writes no dot)
             "label_smoothing": 0.1,
             "clip_grad_norm": 1.0,  # as ours
             "loss": "crossentropy",
