@@ -43,19 +43,18 @@ class World:
 
     def sum(self, values: list[float]) -> list[float]:
         """Element-wise sum over all processes (float64, so token counts stay exact)."""
-        if self.size == 1:
-            return values
-        tensor = torch.tensor(values, dtype=torch.float64, device=self._collective_device)
-        dist.all_reduce(tensor)
-        return tensor.tolist()
+        return self._all_reduce(values, dist.ReduceOp.SUM)
 
     def largest(self, values: list[float]) -> list[float]:
         """Element-wise maximum over all processes (float64: small integer codes stay exact): one
         process asking to stop stops all, and rank 0's clock gives every rank the time used."""
+        return self._all_reduce(values, dist.ReduceOp.MAX)
+
+    def _all_reduce(self, values: list[float], op) -> list[float]:
         if self.size == 1:
             return values
         tensor = torch.tensor(values, dtype=torch.float64, device=self._collective_device)
-        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        dist.all_reduce(tensor, op=op)
         return tensor.tolist()
 
     def from_main(self, make: Callable[[], T]) -> T:
