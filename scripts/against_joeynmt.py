@@ -134,15 +134,14 @@ def run_joeynmt(python: str, config: Path, minutes: float, env: dict) -> list[in
     return rates
 
 
-def run_ours(run: Path, work: Path, data_dir: str, steps: int, fp32: bool, env: dict) -> float:
+def run_ours(run: Path, work: Path, args, pair: tuple[str, str], fp32: bool, env: dict) -> float:
     """`seq2seq train --max-steps` on a fresh run that reuses `run`'s tokenizer; target tokens/s."""
     ours = work / ("ours-fp32" if fp32 else "ours")
     shutil.rmtree(ours, ignore_errors=True)
     ours.mkdir()
     shutil.copy(run / "tokenizer.model", ours / "tokenizer.model")
-    saved = json.loads((run / "config.json").read_text())["train"]
-    command = [sys.executable, "-m", "seq2seq", "train", "--run", str(ours), "--data-dir", data_dir]
-    command += ["--src", saved["src"], "--tgt", saved["tgt"], "--max-steps", str(steps), "--average", "1"]
+    command = [sys.executable, "-m", "seq2seq", "train", "--run", str(ours), "--data-dir", args.data_dir]
+    command += ["--src", pair[0], "--tgt", pair[1], "--max-steps", str(args.steps), "--average", "1"]
     subprocess.run(command + (["--fp32"] if fp32 else []), check=True, capture_output=True, env=env)
     return read_metrics(ours)[-1]["tokens_per_s"]
 
@@ -176,7 +175,7 @@ def main() -> None:
         figures["joeynmt"].append(statistics.median(rates[1:]))
         print(f"round {round_}: joeynmt {figures['joeynmt'][-1]:.0f} target tokens/s, {len(rates)} windows")
         for name, fp32 in variants.items():
-            figures[name].append(run_ours(run, work, args.data_dir, args.steps, fp32, env))
+            figures[name].append(run_ours(run, work, args, (src, tgt), fp32, env))
             print(f"round {round_}: {name} {figures[name][-1]:.0f} target tokens/s")
     joey = statistics.median(figures["joeynmt"])
     print("\n| system | target tokens/s (median of rounds) | ratio to JoeyNMT |\n|---|---|---|")
