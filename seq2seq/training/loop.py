@@ -82,11 +82,11 @@ class Loop:
                     saved = time.monotonic()
             if stop is None:
                 state.epoch, state.batch = state.epoch + 1, 0
-            if state.step == state.validated_step:
-                continue  # nothing trained since the last validation (e.g. a finished run rerun)
             if stop == "interrupted":  # save, and no validation: it would count toward patience and
                 self.save(state)  # make the resumed run another than the one never interrupted
-                return {"step": state.step, "stop": stop}
+                return {"step": state.step, "stop": stop}  # (nor the averaged weights' below)
+            if state.step == state.validated_step:
+                continue  # nothing trained since the last validation (e.g. a finished run rerun)
             tokens_per_s = tokens / max(train_seconds, 1e-9)
             validate = partial(self._validate, state, losses, tokens_per_s, start_time)
             row, state = self.world.from_main(lambda: (validate(), state))  # noqa: B023 (called here)
