@@ -16,7 +16,8 @@ Variants (each its own copy of one freshly initialised model, with the run's con
 
 The batches are the first ones of the run's epoch 0 (its tokenized training set, its token
 budget); every variant trains on the same ones, the variants take turns (round-robin, one batch
-each), so a noisy neighbour spoils all of them alike. Prints the CPU and its flags first.
+each, the order rotating), so a noisy neighbour spoils all of them alike. Prints the CPU and its
+flags first (and the GPU with `--device cuda`).
 """
 
 import argparse
@@ -47,9 +48,9 @@ class TorchLossStep(TrainStep):
         )
 
 
-def trainer(config: ModelConfig, variant: str, precision) -> TrainStep:
+def trainer(config: ModelConfig, variant: str, precision, device: torch.device) -> TrainStep:
     torch.manual_seed(0)
-    model = build_model(config)
+    model = build_model(config).to(device)
     if variant == "eager":
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=False)
     else:
@@ -57,6 +58,12 @@ def trainer(config: ModelConfig, variant: str, precision) -> TrainStep:
     forward = torch.compile(model, dynamic=True) if variant == "compiled" else model
     step = TorchLossStep if variant == "torchloss" else TrainStep
     return step(forward, optimizer, World(), precision, clip_norm=1.0, smoothing=0.1)
+
+
+def finish(device: torch.device) -> None:
+    """A CUDA step returns before its kernels end (its loss's .item() waits for the forward only)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def main() -> None:
@@ -67,6 +74,7 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=5, help="untimed batches per variant first")
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast, even where it is fast")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the steps run")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     run = Path(args.run)
@@ -75,26 +83,34 @@ def main() -> None:
     max_tokens = saved["train"]["max_tokens"]
     train_set = tokenized.load(next((run / "tokenized").iterdir()))
     indices = token_batches(train_set.lengths, max_tokens, seed=1, epoch=0)[: args.warmup + args.batches]
-    batches = [collate(*train_set.rows(i), config.max_positions) for i in indices]
-    cpu_device = torch.device("cpu")
-    precision = autocast(cpu_device, not args.fp32)
-    bf16 = use_bf16(cpu_device, not args.fp32)
+    device = torch.device(args.device)
+    batches = [collate(*train_set.rows(i), config.max_positions).to(device) for i in indices]
+    precision = autocast(device, not args.fp32)
+    bf16 = use_bf16(device, not args.fp32)
     print(f"CPU: {cpu()}; torch {torch.__version__}; {args.threads} threads")
+    if device.type == "cuda":
+        print(f"GPU: {torch.cuda.get_device_name()}")
     print(f"precision: {'bf16 autocast' if bf16 else 'fp32'}; max_tokens {max_tokens}")
 
-    steps = {v: trainer(config, v, precision) for v in args.variants}
+    steps = {v: trainer(config, v, precision, device) for v in args.variants}
     for variant, step in steps.items():  # the warm-up batches: compilation happens here
         tick = time.perf_counter()
         for batch in batches[: args.warmup]:
             step(batch, lr=1e-4)
+        finish(device)
         warm = time.perf_counter() - tick
         print(f"{variant}: first {args.warmup} batches (warm-up, compilation) {warm:.1f} s")
     seconds = dict.fromkeys(steps, 0.0)
     tokens = sum(b.n_tokens for b in batches[args.warmup :])
-    for batch in batches[args.warmup :]:
-        for variant, step in steps.items():
+    names = list(steps)
+    for i, batch in enumerate(batches[args.warmup :]):
+        # the order rotates batch by batch: on CUDA with bf16 autocast whichever variant went
+        # first was measured 3x slower than itself elsewhere in the order (H100, torch 2.11)
+        for variant in names[i % len(names) :] + names[: i % len(names)]:
+            step = steps[variant]
             tick = time.perf_counter()
             step(batch, lr=1e-4)
+            finish(device)
             seconds[variant] += time.perf_counter() - tick
     base = tokens / seconds[args.variants[0]]
     print(f"| variant | target tokens/s | vs {args.variants[0]} |")

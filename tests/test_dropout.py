@@ -40,3 +40,13 @@ def test_off_when_not_training_or_p_zero():
     module = Dropout(0.5).eval()
     assert module(x) is x
     assert torch.equal(Dropout(1.0).train()(x), torch.zeros_like(x))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_gpu_keeps_pytorchs_dropout():
+    """The NumPy masks are a CPU remedy; on CUDA the mask is PyTorch's, at its exact scale."""
+    torch.manual_seed(3)
+    out = dropout(torch.ones(1000, 1000, device="cuda"), 0.1, training=True)
+    assert out.device.type == "cuda"
+    assert abs((out == 0).float().mean().item() - 0.1) < 0.002
+    assert out.unique().tolist() == [0.0, pytest.approx(1 / 0.9)]

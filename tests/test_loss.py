@@ -9,11 +9,18 @@ from seq2seq.data.special import PAD_ID
 from seq2seq.training import loss as loss_module
 from seq2seq.training.loss import smoothed_cross_entropy
 
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+    ),
+]
 
-def logits_and_target(n: int, v: int, dtype: torch.dtype, seed: int = 0):
+
+def logits_and_target(n: int, v: int, dtype: torch.dtype, seed: int = 0, device: str = "cpu"):
     g = torch.Generator().manual_seed(seed)
-    logits = (torch.randn(n, v, generator=g) * 4).to(dtype).requires_grad_()
-    target = torch.randint(4, v, (n,), generator=g)
+    logits = (torch.randn(n, v, generator=g) * 4).to(device, dtype).requires_grad_()
+    target = torch.randint(4, v, (n,), generator=g).to(device)
     target[::5] = PAD_ID  # every fifth row is padding
     return logits, target
 
@@ -21,9 +28,10 @@ def logits_and_target(n: int, v: int, dtype: torch.dtype, seed: int = 0):
 @pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("rows", [7, 64])  # blocks of 7 rows: many, with a short last one
-def test_loss_and_gradient_equal_pytorchs_cross_entropy(monkeypatch, smoothing, dtype, rows):
+@pytest.mark.parametrize("device", DEVICES)  # a GPU takes PyTorch's loss: the same contract
+def test_loss_and_gradient_equal_pytorchs_cross_entropy(monkeypatch, smoothing, dtype, rows, device):
     monkeypatch.setattr(loss_module, "ROWS", rows)
-    ours, target = logits_and_target(50, 40, dtype)
+    ours, target = logits_and_target(50, 40, dtype, device=device)
     reference = ours.detach().clone().requires_grad_()
     expected = F.cross_entropy(
         reference.float(), target, ignore_index=PAD_ID, label_smoothing=smoothing, reduction="sum"

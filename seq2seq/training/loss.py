@@ -8,9 +8,12 @@ On a 2-core AVX2 CPU in fp32 that was a quarter of a `small` training step (prof
 ms). The loss fixes its own gradient up to the scalar that multiplies it, softmax - (1 - eps) *
 onehot - eps / V on real tokens and 0 on padding (what Apex's fused xentropy kernel computes on
 GPUs), so here each block of rows is read once from memory and worked on while it is in cache.
+A GPU keeps PyTorch's loss: there each pass is a kernel at memory speed, and on an H100 the
+blocks' extra kernels made a bf16 step 1-3% slower (docs/results.md, "The training step").
 """
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
@@ -23,6 +26,10 @@ def smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: float) -> 
     """(N, V) logits, (N,) target ids (PAD_ID: padding, ignored) -> the summed loss, 0-d fp32;
     the same value and gradient as `F.cross_entropy(logits.float(), target, ignore_index=PAD_ID,
     label_smoothing=smoothing, reduction="sum")`. Without autograd (validation) it only scores."""
+    if logits.device.type != "cpu":
+        return F.cross_entropy(
+            logits.float(), target, ignore_index=PAD_ID, label_smoothing=smoothing, reduction="sum"
+        )
     if torch.is_grad_enabled() and logits.requires_grad:
         return SmoothedCrossEntropy.apply(logits, target, smoothing)
     return summed(logits, target, smoothing, grad=None)
@@ -32,8 +39,7 @@ def summed(logits: Tensor, target: Tensor, smoothing: float, grad: Tensor | None
     """The summed loss, a block of rows at a time; given `grad` (N, V), the loss's gradient is
     written there too, up to the scalar that will multiply it."""
     N, V = logits.shape
-    # on a GPU one block: there each operation is a kernel launch, and the blocks would multiply them
-    rows = ROWS if logits.device.type == "cpu" else max(N, 1)
+    rows = ROWS
     # fp32 logits get their gradient written in place of the block; others (bf16) go through one
     # fp32 block, so the softmax is not rounded to a coarser type before it is complete
     scratch = None
