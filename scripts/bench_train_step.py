@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from machine import cpu  # this folder is on the path when a script runs
 
+from seq2seq.allocator import keep_freed_memory
 from seq2seq.data import tokenized
 from seq2seq.data.batch import collate, token_batches
 from seq2seq.data.special import PAD_ID
@@ -75,7 +76,10 @@ def main() -> None:
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast, even where it is fast")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the steps run")
+    p.add_argument("--mmap", action="store_true", help="glibc's own memory policy, not the CLI's")
     args = p.parse_args()
+    if not args.mmap:
+        keep_freed_memory()  # as `seq2seq train` does (seq2seq/allocator.py)
     torch.set_num_threads(args.threads)
     run = Path(args.run)
     saved = json.loads((run / "config.json").read_text())
@@ -90,7 +94,8 @@ def main() -> None:
     print(f"CPU: {cpu()}; torch {torch.__version__}; {args.threads} threads")
     if device.type == "cuda":
         print(f"GPU: {torch.cuda.get_device_name()}")
-    print(f"precision: {'bf16 autocast' if bf16 else 'fp32'}; max_tokens {max_tokens}")
+    policy = "glibc's" if args.mmap else "keep freed memory"
+    print(f"precision: {'bf16 autocast' if bf16 else 'fp32'}; max_tokens {max_tokens}; memory: {policy}")
 
     steps = {v: trainer(config, v, precision, device) for v in args.variants}
     for variant, step in steps.items():  # the warm-up batches: compilation happens here

@@ -5,6 +5,11 @@ A decoding step allocates and frees tensors of megabytes (beam 5, batch 64: 320 
 10 MB), so every step touched fresh pages again: 608,000 page faults per 512 sentences at beam 5,
 ~15% of the decoding time. Raising both thresholds keeps the memory in the heap for reuse; the
 process' peak is unchanged because the blocks are reused, not accumulated.
+A training step's blocks are larger than the threshold's ceiling: its (tokens, V) logits and their
+gradient are (3072, 8000) fp32, 98 MB each. Mapped afresh, they and their like faulted ~49,000
+pages in a step (2-core AVX2 EPYC, fp32: 1.5 M page faults against 0.4 M, the start-up's, over 23
+steps), and faulting 98 MB in costs 42 ms against 6 ms to write it again: ~75 ms of a 1.7 s step.
+So no block is mmapped: every one comes from the heap.
 """
 
 import ctypes
@@ -12,7 +17,9 @@ import sys
 
 M_TRIM_THRESHOLD = -1  # mallopt parameters, from glibc's malloc.h
 M_MMAP_THRESHOLD = -3
+M_MMAP_MAX = -4
 MMAP_THRESHOLD = 32 << 20  # glibc's ceiling (64-bit): blocks up to 32 MiB come from the heap
+MMAP_MAX = 0  # and larger ones too: glibc maps none
 TRIM_THRESHOLD = 1 << 30  # keep up to 1 GiB of free heap rather than trimming it
 
 
@@ -23,7 +30,8 @@ def keep_freed_memory() -> bool:
     if mallopt is None:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+    settings = (M_MMAP_THRESHOLD, MMAP_THRESHOLD), (M_MMAP_MAX, MMAP_MAX), (M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    return all([mallopt(name, value) == 1 for name, value in settings])
 
 
 def release_freed_memory() -> bool:
