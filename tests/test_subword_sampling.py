@@ -3,11 +3,15 @@ and resumable exactly."""
 
 from dataclasses import replace
 
+import numpy as np
+import pytest
 import torch
 from safetensors.torch import load_file
 
+from seq2seq.data.batch import token_batches
+from seq2seq.data.sampling import SampledSources
 from seq2seq.training.checkpoint import LAST
-from seq2seq.training.config import TrainConfig
+from seq2seq.training.config import ADDED_SINCE, TrainConfig
 from seq2seq.training.train import train
 from tests.conftest import EN, caption_tokenizer
 from tests.test_tokenized import build, tsv_corpus
@@ -44,9 +48,10 @@ def reversal(tmp_path, **changes) -> TrainConfig:
     return replace(config, **changes)
 
 
-def test_sampling_changes_what_is_trained_and_a_resumed_run_draws_the_same(tmp_path):
+@pytest.mark.parametrize("by_epoch", [True, False])  # False: how runs from before it sampled
+def test_sampling_changes_what_is_trained_and_a_resumed_run_draws_the_same(tmp_path, by_epoch):
     model_cfg = replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.0)
-    config = reversal(tmp_path, subword_alpha=0.1, average=0)
+    config = reversal(tmp_path, subword_alpha=0.1, average=0, sample_by_epoch=by_epoch)
     train(tmp_path / "straight", replace(config, max_steps=8), model_cfg)
     tokenizer = (tmp_path / "straight" / "tokenizer.model").read_bytes()
     for run in ("resumed", "plain"):
@@ -59,3 +64,53 @@ def test_sampling_changes_what_is_trained_and_a_resumed_run_draws_the_same(tmp_p
     train(tmp_path / "plain", replace(config, subword_alpha=0.0, max_steps=8), model_cfg)
     sampled, plain = load_file(tmp_path / "straight" / LAST), load_file(tmp_path / "plain" / LAST)
     assert not all(torch.equal(sampled[k], plain[k]) for k in plain if k.startswith("model."))
+
+
+def sampled_corpus(tmp_path):
+    tokenizer = caption_tokenizer(tmp_path / "tok.model")
+    pairs = [(caption, f"une phrase {i % 7}") for i, caption in enumerate(CAPTIONS * 2)]
+    return tokenizer, build(tmp_path / "run", tsv_corpus(tmp_path / "corpus", pairs), tokenizer)
+
+
+def test_an_epochs_sampled_sources_spell_the_text_follow_the_seed_and_set_the_lengths(tmp_path, monkeypatch):
+    tokenizer, stored = sampled_corpus(tmp_path)
+    monkeypatch.setattr("seq2seq.data.sampling.CHUNK", 7)  # many chunks, a short last one
+    epoch = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=0)
+    everything = range(len(stored))
+    src, tgt = epoch.rows(everything)
+    (texts,) = stored.columns(everything, "src")
+    assert tokenizer.decode(src) == texts and tgt == stored.rows(everything)[1]
+    assert epoch.lengths.tolist() == [max(len(s), len(t)) + 1 for s, t in zip(src, tgt, strict=True)]
+    assert src != stored.rows(everything)[0]  # sampled, not the stored segmentation
+    again = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=0)
+    assert again.rows(everything)[0] == src
+    assert SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=1).rows(everything)[0] != src
+    assert epoch.rows([5, 2])[0] == [src[5], src[2]]
+
+
+def test_batches_cut_by_the_sampled_lengths_pad_the_sources_less(tmp_path):
+    tokenizer, stored = sampled_corpus(tmp_path)
+    epoch = SampledSources(stored, tokenizer, alpha=0.5, seed=1, epoch=0)
+    src, _ = epoch.rows(range(len(stored)))
+
+    def source_cells(lengths) -> int:
+        return sum(len(b) * max(len(src[i]) for i in b) for b in token_batches(lengths, 96, 1, 0))
+
+    assert source_cells(epoch.lengths) < source_cells(stored.lengths)
+    assert np.all(epoch.lengths >= 2)
+
+
+@pytest.mark.parametrize("by_epoch", [True, False])
+def test_the_loop_draws_an_epochs_sources_at_its_start_or_per_step_as_before(tmp_path, monkeypatch, by_epoch):
+    drawn = []
+    original = SampledSources.__init__
+
+    def spy(self, pairs, tokenizer, alpha, seed, epoch):
+        drawn.append(epoch)
+        original(self, pairs, tokenizer, alpha, seed, epoch)
+
+    monkeypatch.setattr(SampledSources, "__init__", spy)
+    config = reversal(tmp_path, subword_alpha=0.1, average=0, epochs=2, sample_by_epoch=by_epoch)
+    train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
+    assert drawn == ([0, 1] if by_epoch else [])
+    assert ADDED_SINCE["sample_by_epoch"] is False  # a run from before resumes as it trained

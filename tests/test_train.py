@@ -116,8 +116,9 @@ def kill_at(steps: list, step: int):
 def test_a_kill_between_validations_loses_at_most_the_save_interval(tmp_path, monkeypatch):
     corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)
     config = TrainConfig(
-        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=5, device="cpu", bf16=False
-    )
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=5, device="cpu",
+        bf16=False, subword_alpha=0.0,  # the stored pieces: 6 batches an epoch
+    )  # fmt: skip
     model_cfg = replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.1)
     train(tmp_path / "straight", replace(config, max_steps=12), model_cfg)
     steps = []
@@ -156,8 +157,9 @@ def trainer_state(run) -> dict:
 def test_a_kill_between_the_best_weights_and_the_training_state_keeps_the_best(tmp_path, monkeypatch):
     corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)
     config = TrainConfig(  # lr 0: every validation scores the same, so none may count as better
-        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, lr=0.0, device="cpu"
-    )
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, lr=0.0, device="cpu",
+        subword_alpha=0.0,  # the stored pieces: 6 batches an epoch
+    )  # fmt: skip
     small = replace(REVERSE_MODEL, d_model=32, d_ff=64)
     save = Loop.save
 

@@ -46,6 +46,12 @@ class TokenizedPairs:
     def rows(self, indices) -> tuple[list[list[int]], list[list[int]]]:
         return self.columns(indices, "src_ids", "tgt_ids")
 
+    def target_lengths(self) -> np.ndarray:
+        """(N,) the stored target ids' lengths, read from the table without building lists."""
+        import pyarrow.compute as pc  # there with `datasets`, imported as late as it is
+
+        return pc.list_value_length(self.dataset.data.column("tgt_ids")).to_numpy()
+
     def columns(self, indices, *names: str) -> tuple[list, ...]:
         """The named columns of these pairs, read in one take: the ids, or the source text
         ("src") for a segmentation other than the stored one."""

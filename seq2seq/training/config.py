@@ -14,7 +14,10 @@ class TrainConfig:
     warmup: int = 400  # steps
     cooldown: float = 0.2  # the budget's last share over which the lr falls linearly to 0 (schedule.py)
     label_smoothing: float = 0.1
-    subword_alpha: float = 0.3  # >0: source pieces sampled each step, P(x)^alpha (Tokenizer.sample)
+    subword_alpha: float = 0.3  # >0: source pieces sampled, P(x)^alpha (Tokenizer.sample)
+    # sampled for the whole epoch at its start, and its batches cut by the sampled lengths
+    # (data/sampling.py); False: each step's batch sampled, cut by the stored lengths (older runs)
+    sample_by_epoch: bool = True
     clip_norm: float = 1.0
     average: int = 5  # when training ends, validate the mean of the last N validations' weights (<2: off)
     epochs: int | None = 10  # None: no epoch limit (a time or step budget, or early stopping ends it)
@@ -45,4 +48,4 @@ LIMITS = (
 
 # Fields added after runs were already being written, with the value that reproduces what such a
 # run trained with: an older run resumes with its own recipe, not with today's default.
-ADDED_SINCE = {"subword_alpha": 0.0, "cooldown": 0.0}
+ADDED_SINCE = {"subword_alpha": 0.0, "cooldown": 0.0, "sample_by_epoch": False}

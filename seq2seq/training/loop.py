@@ -6,6 +6,7 @@ from functools import partial
 import torch
 
 from seq2seq.data.batch import Batch, collate, pair_lengths, token_batches
+from seq2seq.data.sampling import SampledSources
 from seq2seq.data.tokenized import TokenizedPairs
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.device import autocast
@@ -58,7 +59,8 @@ class Loop:
         validation_seconds = self._validation_estimate(state) if cfg.max_minutes else 0.0
         saved, stop, step_seconds = time.monotonic(), None, 0.0
         while stop is None and (cfg.epochs is None or state.epoch < cfg.epochs):
-            batches = token_batches(self.train_set.lengths, cfg.max_tokens, cfg.seed, state.epoch)
+            lengths, rows = self._epoch_sources(state.epoch)
+            batches = token_batches(lengths, cfg.max_tokens, cfg.seed, state.epoch)
             reporter.epoch(state.epoch, self._steps(len(batches)), self._steps(state.batch))
             while state.batch < len(batches):
                 to_pay = step_seconds + validation_seconds * (2 if self.averaging else 1)
@@ -67,7 +69,7 @@ class Loop:
                     break
                 tick = time.perf_counter()
                 index, weight = rank_batch(batches, state.batch, self.world)
-                batch = self._batch(batches[index], partial(self._training_rows, step=state.step + 1))
+                batch = self._batch(batches[index], rows or partial(self._step_rows, step=state.step + 1))
                 loss, n_tokens = self._train_step(batch, state.step + 1, weight, progress)
                 state.step += 1
                 state.batch = min(state.batch + self.world.size, len(batches))
@@ -152,11 +154,20 @@ class Loop:
         src, tgt = rows(indices)
         return collate(src, tgt, self.max_len).to(self.device)
 
-    def _training_rows(self, indices, step: int) -> tuple[list[list[int]], list[list[int]]]:
-        """The stored ids, or with subword sampling the source segmented afresh, drawn from the
-        seed and the step (one draw per step on every process, each on its own batch)."""
-        if self.config.subword_alpha <= 0:
-            return self.train_set.rows(indices)
+    def _epoch_sources(self, epoch: int):
+        """The epoch's batching lengths, and how to read a batch's rows (None: `_step_rows`)."""
+        cfg = self.config
+        if cfg.subword_alpha <= 0:
+            return self.train_set.lengths, self.train_set.rows
+        if not cfg.sample_by_epoch:
+            return self.train_set.lengths, None
+        sampled = SampledSources(self.train_set, self.tokenizer, cfg.subword_alpha, cfg.seed, epoch)
+        return sampled.lengths, sampled.rows
+
+    def _step_rows(self, indices, step: int) -> tuple[list[list[int]], list[list[int]]]:
+        """Subword sampling as runs from before `sample_by_epoch` trained: the batch's sources
+        segmented afresh, drawn from the seed and the step (one draw per step on every process,
+        each on its own batch)."""
         texts, tgt = self.train_set.columns(indices, "src", "tgt_ids")
         seed = self.config.seed * 1_000_003 + step
         return self.tokenizer.sample(texts, self.config.subword_alpha, seed), tgt
