@@ -64,6 +64,7 @@ def reproduce(
     src, tgt = pair.split("-")
     command = ["train", "--data-dir", data_dir, "--src", src, "--tgt", tgt, "--run", str(run)]
     command += ["--max-minutes", str(minutes), *recipe]
+    trained_at = commit()  # before training: the code may change on disk while it runs
     if not skip_training:
         seq2seq(*command)
     tests = {}
@@ -74,7 +75,7 @@ def reproduce(
     return {
         "pair": pair,
         "command": "seq2seq " + " ".join(command),
-        "commit": commit(),
+        "commit": trained_at,
         "date": datetime.date.today().isoformat(),
         "cpu": machine.cpu(),
         "torch": torch.__version__,
