@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file
 
 from seq2seq.data.batch import token_batches
-from seq2seq.data.sampling import SampledSources
+from seq2seq.data.sampling import KEPT, SampledSources
 from seq2seq.training.checkpoint import LAST
 from seq2seq.training.config import ADDED_SINCE, TrainConfig
 from seq2seq.training.train import train
@@ -105,12 +105,33 @@ def test_the_loop_draws_an_epochs_sources_at_its_start_or_per_step_as_before(tmp
     drawn = []
     original = SampledSources.__init__
 
-    def spy(self, pairs, tokenizer, alpha, seed, epoch):
+    def spy(self, pairs, tokenizer, alpha, seed, epoch, kept):
         drawn.append(epoch)
-        original(self, pairs, tokenizer, alpha, seed, epoch)
+        assert kept == tmp_path / "run" / KEPT  # a resumed run reads the epoch's draw back
+        original(self, pairs, tokenizer, alpha, seed, epoch, kept)
 
     monkeypatch.setattr(SampledSources, "__init__", spy)
     config = reversal(tmp_path, subword_alpha=0.1, average=0, epochs=2, sample_by_epoch=by_epoch)
     train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
     assert drawn == ([0, 1] if by_epoch else [])
     assert ADDED_SINCE["sample_by_epoch"] is False  # a run from before resumes as it trained
+
+
+def test_the_epochs_draw_is_kept_and_read_back_only_when_it_is_that_draw(tmp_path, monkeypatch):
+    tokenizer, stored = sampled_corpus(tmp_path)
+    kept, everything = tmp_path / "run" / KEPT, range(len(stored))
+    drawn = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=0, kept=kept)
+    src = drawn.rows(everything)[0]
+    calls = []
+    sample = tokenizer.sample
+    monkeypatch.setattr(tokenizer, "sample", lambda *args: calls.append(args) or sample(*args))
+    again = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=0, kept=kept)
+    assert again.rows(everything)[0] == src and again.lengths.tolist() == drawn.lengths.tolist()
+    assert calls == []  # read back, not drawn
+    other = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept)  # another epoch
+    assert len(calls) == 1 and other.rows(everything)[0] != src
+    kept.write_bytes(kept.read_bytes()[:100])  # torn by a kill or a full disk
+    torn = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept)
+    assert len(calls) == 2 and torn.rows(everything)[0] == other.rows(everything)[0]
+    read_back = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept)
+    assert len(calls) == 2 and read_back.rows([3])[0] == [other.rows(everything)[0][3]]  # kept again

@@ -100,7 +100,7 @@ def train(
         min=0.0,
         max=1.0,
         callback=finite,
-        help="Sample source segmentations each step, P(x)^alpha (subword regularization; 0: off).",
+        help="Sample source segmentations each epoch, P(x)^alpha (subword regularization; 0: off).",
     ),
     vocab_size: int = typer.Option(
         RECIPE.vocab_size, min=8, help="Vocabulary size, if the run has no tokenizer."

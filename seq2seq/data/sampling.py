@@ -6,24 +6,51 @@ a sampled one is longer (1.12x the pieces at alpha 0.3) and varies from pair to 
 source of a batch set its padding. On Multi30k en->fr one epoch's sources filled 714,195 cells for
 496,160 pieces (44% padding); cut by the sampled lengths, 543,791 (10%). Each pair is still seen
 once an epoch in a segmentation drawn for it, as before.
+
+The draw costs about 34 us a source (one thread: SentencePiece's threads draw in no fixed order),
+a second for Multi30k but a minute for a 2M-pair corpus, so the epoch's draw is kept in the run
+(`KEPT`, one file, replaced each epoch): a resumed run reads it back instead of drawing it again.
 """
 
+import zipfile
 from itertools import chain
+from pathlib import Path
 
 import numpy as np
 
+from seq2seq.atomic import write_with
 from seq2seq.data.tokenized import TokenizedPairs
 from seq2seq.data.tokenizer import Tokenizer
 
 CHUNK = 50_000  # sources sampled per call: a million-pair corpus never holds its texts at once
+KEPT = "sampled.npz"  # in the run directory: the current epoch's draw
 
 
 class SampledSources:
     """One epoch's source pieces, drawn from (seed, epoch), beside the stored targets."""
 
-    def __init__(self, pairs: TokenizedPairs, tokenizer: Tokenizer, alpha: float, seed: int, epoch: int):
+    def __init__(
+        self,
+        pairs: TokenizedPairs,
+        tokenizer: Tokenizer,
+        alpha: float,
+        seed: int,
+        epoch: int,
+        kept: Path | None = None,
+    ):
+        """`kept`: where the draw is read back from, if it is this one, or else written to."""
         self.pairs = pairs
-        pieces, counts = [], []
+        # what decides the draw: the stored set (its folder names its corpus and tokenizer), alpha,
+        # the seed and the epoch
+        key = f"{pairs.folder.name} {len(pairs)} {alpha!r} {seed} {epoch}"
+        if kept is not None and self._read(kept, key):
+            return
+        self._draw(tokenizer, alpha, seed, epoch)
+        if kept is not None:
+            write_with(kept, lambda tmp: self._write(tmp, key))
+
+    def _draw(self, tokenizer: Tokenizer, alpha: float, seed: int, epoch: int) -> None:
+        pairs, pieces, counts = self.pairs, [], []
         for chunk, start in enumerate(range(0, len(pairs), CHUNK)):
             (texts,) = pairs.columns(range(start, min(start + CHUNK, len(pairs))), "src")
             draw = (seed * 1_000_003 + epoch * 1_009 + chunk) % 2**32  # SentencePiece takes 32 bits
@@ -35,6 +62,21 @@ class SampledSources:
         self.offsets = np.concatenate([[0], np.cumsum(src_lengths)])  # (N + 1,)
         # (N,) the batching length, as the stored one: the longer side + EOS (batch.pair_lengths)
         self.lengths = np.maximum(src_lengths, pairs.target_lengths()) + 1
+
+    def _write(self, path: Path, key: str) -> None:
+        with open(path, "wb") as f:  # a file object: np.savez would add ".npz" to a name
+            np.savez(f, key=np.array(key), flat=self.flat, offsets=self.offsets, lengths=self.lengths)
+
+    def _read(self, path: Path, key: str) -> bool:
+        """Take the kept draw if it is this draw; a missing, torn or other one is drawn again."""
+        try:
+            with np.load(path, allow_pickle=False) as kept:
+                if str(kept["key"]) != key:
+                    return False
+                self.flat, self.offsets, self.lengths = kept["flat"], kept["offsets"], kept["lengths"]
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            return False
+        return len(self.lengths) == len(self.pairs) == len(self.offsets) - 1
 
     def rows(self, indices) -> tuple[list[list[int]], list[list[int]]]:
         """The sampled sources and stored targets of these pairs, as `TokenizedPairs.rows`."""

@@ -6,7 +6,7 @@ from functools import partial
 import torch
 
 from seq2seq.data.batch import Batch, collate, pair_lengths, token_batches
-from seq2seq.data.sampling import SampledSources
+from seq2seq.data.sampling import KEPT, SampledSources
 from seq2seq.data.tokenized import TokenizedPairs
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.device import autocast
@@ -161,7 +161,8 @@ class Loop:
             return self.train_set.lengths, self.train_set.rows
         if not cfg.sample_by_epoch:
             return self.train_set.lengths, None
-        sampled = SampledSources(self.train_set, self.tokenizer, cfg.subword_alpha, cfg.seed, epoch)
+        kept = self.run_dir / KEPT if self.world.is_main else None  # rank 0 alone writes
+        sampled = SampledSources(self.train_set, self.tokenizer, cfg.subword_alpha, cfg.seed, epoch, kept)
         return sampled.lengths, sampled.rows
 
     def _step_rows(self, indices, step: int) -> tuple[list[list[int]], list[list[int]]]:
