@@ -59,7 +59,7 @@ def test_tiny_model_learns_to_reverse_digits(tmp_path):
         warmup=100,
         label_smoothing=0.0,
         subword_alpha=0.0,  # digits split one way: sampling has nothing to teach here, and costs time
-        epochs=30,
+        epochs=20,  # 12 gave 90% exact, 18 passed: 20 for a margin across CPUs
         patience=30,
         device="cpu",
         bf16=False,  # fp32: the test is about learning, and tiny shapes gain nothing from bf16
