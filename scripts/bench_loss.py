@@ -17,6 +17,7 @@ import time
 import torch
 import torch.nn.functional as F
 from machine import cpu  # this folder is on the path when a script runs
+from timing import finish
 
 from seq2seq.data.special import PAD_ID
 from seq2seq.training.loss import SmoothedCrossEntropy
@@ -63,11 +64,6 @@ def main() -> None:
     print(f"({args.rows}, {args.vocab}) {dtype} logits on {device.type}, forward + backward:")
     for name, seconds in best.items():
         print(f"  {name}: {seconds * 1e3:.2f} ms ({best['F.cross_entropy'] / seconds:.2f}x PyTorch's)")
-
-
-def finish(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from machine import cpu  # this folder is on the path when a script runs
+from timing import finish
 
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.data import tokenized
@@ -59,12 +60,6 @@ def trainer(config: ModelConfig, variant: str, precision, device: torch.device) 
     forward = torch.compile(model, dynamic=True) if variant == "compiled" else model
     step = TorchLossStep if variant == "torchloss" else TrainStep
     return step(forward, optimizer, World(), precision, clip_norm=1.0, smoothing=0.1)
-
-
-def finish(device: torch.device) -> None:
-    """A CUDA step returns before its kernels end (its loss's .item() waits for the forward only)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize()
 
 
 def main() -> None:

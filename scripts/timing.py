@@ -6,7 +6,16 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+import torch
+
 T = TypeVar("T")
+
+
+def finish(device: torch.device) -> None:
+    """Wait for the work queued on `device`: a CUDA call returns before its kernels end (a training
+    step's loss.item() waits for the forward only), so a timer stopped without this times launches."""
+    if device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def length_sorted_batches(sources: list[list[int]], batch_size: int) -> list[list[int]]:
