@@ -8,8 +8,9 @@ On a 2-core AVX2 CPU in fp32 that was a quarter of a `small` training step (prof
 ms). The loss fixes its own gradient up to the scalar that multiplies it, softmax - (1 - eps) *
 onehot - eps / V on real tokens and 0 on padding (what Apex's fused xentropy kernel computes on
 GPUs), so here each block of rows is read once from memory and worked on while it is in cache.
-A GPU keeps PyTorch's loss: there each pass is a kernel at memory speed, and on an H100 the
-blocks' extra kernels made a bf16 step 1-3% slower (docs/results.md, "The training step").
+A GPU keeps PyTorch's loss: there each pass is a kernel at memory speed, and on an H100 the fused
+loss was the slower one (in one block, with the output projection: 1.74-1.88 ms against 1.38 for
+(3000, 8000) bf16 logits; scripts/bench_loss.py, docs/results.md "The training step").
 """
 
 import torch
@@ -39,15 +40,14 @@ def summed(logits: Tensor, target: Tensor, smoothing: float, grad: Tensor | None
     """The summed loss, a block of rows at a time; given `grad` (N, V), the loss's gradient is
     written there too, up to the scalar that will multiply it."""
     N, V = logits.shape
-    rows = ROWS
     # fp32 logits get their gradient written in place of the block; others (bf16) go through one
     # fp32 block, so the softmax is not rounded to a coarser type before it is complete
     scratch = None
     if grad is not None and grad.dtype != torch.float32:
-        scratch = logits.new_empty((min(rows, N), V), dtype=torch.float32)
+        scratch = logits.new_empty((min(ROWS, N), V), dtype=torch.float32)
     total = torch.zeros((), dtype=torch.float32, device=logits.device)
-    for start in range(0, N, rows):
-        z, y = logits[start : start + rows].float(), target[start : start + rows]  # (n, V), (n,)
+    for start in range(0, N, ROWS):
+        z, y = logits[start : start + ROWS].float(), target[start : start + ROWS]  # (n, V), (n,)
         padding = y == PAD_ID
         lse = torch.logsumexp(z, dim=1)  # (n,)
         # -log p_j = lse - z_j, so (1 - eps) * -log p_y + eps / V * sum_j -log p_j is:
@@ -55,13 +55,13 @@ def summed(logits: Tensor, target: Tensor, smoothing: float, grad: Tensor | None
         total += per_row.masked_fill(padding, 0.0).sum()
         if grad is None:
             continue
-        block = grad[start : start + rows] if scratch is None else scratch[: len(y)]
+        block = grad[start : start + ROWS] if scratch is None else scratch[: len(y)]
         torch.sub(z, lse[:, None], out=block).exp_()  # softmax (n, V)
         block.sub_(smoothing / V)
         block.scatter_add_(1, y[:, None], block.new_full((len(y), 1), smoothing - 1))
         block.masked_fill_(padding[:, None], 0.0)
         if scratch is not None:
-            grad[start : start + rows].copy_(block)
+            grad[start : start + ROWS].copy_(block)
     return total
 
 
