@@ -40,26 +40,31 @@ def summed(logits: Tensor, target: Tensor, smoothing: float, grad: Tensor | None
     """The summed loss, a block of rows at a time; given `grad` (N, V), the loss's gradient is
     written there too, up to the scalar that will multiply it."""
     N, V = logits.shape
-    # fp32 logits get their gradient written in place of the block; others (bf16) go through one
-    # fp32 block, so the softmax is not rounded to a coarser type before it is complete
+    # fp32 logits get their gradient written in place of the block; others (bf16), and scoring
+    # without a gradient, go through one fp32 block, so the softmax is not rounded before it is
+    # complete
     scratch = None
-    if grad is not None and grad.dtype != torch.float32:
+    if grad is None or grad.dtype != torch.float32:
         scratch = logits.new_empty((min(ROWS, N), V), dtype=torch.float32)
     total = torch.zeros((), dtype=torch.float32, device=logits.device)
     for start in range(0, N, ROWS):
         z, y = logits[start : start + ROWS].float(), target[start : start + ROWS]  # (n, V), (n,)
-        padding = y == PAD_ID
-        lse = torch.logsumexp(z, dim=1)  # (n,)
+        block = scratch[: len(y)] if scratch is not None else grad[start : start + ROWS]
+        # exp is computed once, into the block, and serves both the loss and the softmax
+        # (`torch.logsumexp` would compute it a second time, and allocate)
+        top = z.amax(dim=1, keepdim=True)  # (n, 1)
+        torch.sub(z, top, out=block).exp_()
+        mass = block.sum(dim=1, keepdim=True)  # (n, 1)
+        lse = (top + mass.log()).squeeze(1)  # (n,)
         # -log p_j = lse - z_j, so (1 - eps) * -log p_y + eps / V * sum_j -log p_j is:
         per_row = lse - (1 - smoothing) * z.gather(1, y[:, None]).squeeze(1) - smoothing / V * z.sum(1)
-        total += per_row.masked_fill(padding, 0.0).sum()
+        padding = (y == PAD_ID).nonzero().squeeze(1)  # (padded rows,)
+        total += per_row.index_fill_(0, padding, 0.0).sum()
         if grad is None:
             continue
-        block = grad[start : start + ROWS] if scratch is None else scratch[: len(y)]
-        torch.sub(z, lse[:, None], out=block).exp_()  # softmax (n, V)
-        block.sub_(smoothing / V)
+        block.mul_(mass.reciprocal_()).sub_(smoothing / V)  # softmax - eps / V
         block.scatter_add_(1, y[:, None], block.new_full((len(y), 1), smoothing - 1))
-        block.masked_fill_(padding[:, None], 0.0)
+        block.index_fill_(0, padding, 0.0)
         if scratch is not None:
             grad[start : start + ROWS].copy_(block)
     return total
