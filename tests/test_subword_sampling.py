@@ -1,6 +1,7 @@
 """Subword regularization: source segmentations sampled per step, lossless, reproducible by seed,
 and resumable exactly."""
 
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -88,6 +89,17 @@ def test_an_epochs_sampled_sources_spell_the_text_follow_the_seed_and_set_the_le
     assert epoch.rows([5, 2])[0] == [src[5], src[2]]
 
 
+@pytest.mark.parametrize("workers", [2, 3])
+def test_worker_processes_draw_what_one_process_draws(tmp_path, monkeypatch, workers):
+    tokenizer, stored = sampled_corpus(tmp_path)
+    monkeypatch.setattr("seq2seq.data.sampling.CHUNK", 7)  # many chunks, a short last one
+    drawn = [SampledSources(stored, tokenizer, 0.1, seed=1, epoch=0, workers=n) for n in (1, workers)]
+    for name in ("flat", "offsets", "lengths"):
+        np.testing.assert_array_equal(getattr(drawn[0], name), getattr(drawn[1], name))
+    other = SampledSources(stored, tokenizer, 0.1, seed=1, epoch=1, workers=workers)
+    assert not np.array_equal(other.flat, drawn[0].flat)  # the chunks' seeds follow the epoch
+
+
 def test_batches_cut_by_the_sampled_lengths_pad_the_sources_less(tmp_path):
     tokenizer, stored = sampled_corpus(tmp_path)
     epoch = SampledSources(stored, tokenizer, alpha=0.5, seed=1, epoch=0)
@@ -105,10 +117,11 @@ def test_the_loop_draws_an_epochs_sources_at_its_start_or_per_step_as_before(tmp
     drawn = []
     original = SampledSources.__init__
 
-    def spy(self, pairs, tokenizer, alpha, seed, epoch, kept):
+    def spy(self, pairs, tokenizer, alpha, seed, epoch, kept, workers):
         drawn.append(epoch)
         assert kept == tmp_path / "run" / KEPT  # a resumed run reads the epoch's draw back
-        original(self, pairs, tokenizer, alpha, seed, epoch, kept)
+        assert workers == (os.cpu_count() or 1)  # one training process: every core draws
+        original(self, pairs, tokenizer, alpha, seed, epoch, kept, workers)
 
     monkeypatch.setattr(SampledSources, "__init__", spy)
     config = reversal(tmp_path, subword_alpha=0.1, average=0, epochs=2, sample_by_epoch=by_epoch)

@@ -8,10 +8,13 @@ source of a batch set its padding. On Multi30k en->fr one epoch's sources filled
 once an epoch in a segmentation drawn for it, as before.
 
 The draw costs about 34 us a source (one thread: SentencePiece's threads draw in no fixed order),
-a second for Multi30k but a minute for a 2M-pair corpus, so the epoch's draw is kept in the run
-(`KEPT`, one file, replaced each epoch): a resumed run reads it back instead of drawing it again.
+a second for Multi30k but a minute or two for a 2M-pair corpus. So a corpus of several `CHUNK`s is
+drawn by worker processes, a chunk each at a time: every chunk has its own seed, so the draw is the
+same whatever the number of workers. And the epoch's draw is kept in the run (`KEPT`, one file,
+replaced each epoch): a resumed run reads it back instead of drawing it again.
 """
 
+import multiprocessing
 import zipfile
 from itertools import chain
 from pathlib import Path
@@ -37,26 +40,36 @@ class SampledSources:
         seed: int,
         epoch: int,
         kept: Path | None = None,
+        workers: int = 1,
     ):
-        """`kept`: where the draw is read back from, if it is this one, or else written to."""
+        """`kept`: where the draw is read back from, if it is this one, or else written to;
+        `workers`: processes that draw the chunks (1: this one)."""
         self.pairs = pairs
         # what decides the draw: the stored set (its folder names its corpus and tokenizer), alpha,
         # the seed and the epoch
         key = f"{pairs.folder.name} {len(pairs)} {alpha!r} {seed} {epoch}"
         if kept is not None and self._read(kept, key):
             return
-        self._draw(tokenizer, alpha, seed, epoch)
+        self._draw(tokenizer, alpha, seed, epoch, workers)
         if kept is not None:
             write_with(kept, lambda tmp: self._write(tmp, key))
 
-    def _draw(self, tokenizer: Tokenizer, alpha: float, seed: int, epoch: int) -> None:
-        pairs, pieces, counts = self.pairs, [], []
-        for chunk, start in enumerate(range(0, len(pairs), CHUNK)):
-            (texts,) = pairs.columns(range(start, min(start + CHUNK, len(pairs))), "src")
-            draw = (seed * 1_000_003 + epoch * 1_009 + chunk) % 2**32  # SentencePiece takes 32 bits
-            ids = tokenizer.sample(texts, alpha, draw)
-            counts.append(np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)))
-            pieces.append(np.fromiter(chain.from_iterable(ids), dtype=np.int32))
+    def _draw(self, tokenizer: Tokenizer, alpha: float, seed: int, epoch: int, workers: int) -> None:
+        pairs = self.pairs
+        # (first row, SentencePiece's 32-bit seed) of each chunk
+        chunks = [
+            (start, (seed * 1_000_003 + epoch * 1_009 + chunk) % 2**32)
+            for chunk, start in enumerate(range(0, len(pairs), CHUNK))
+        ]
+        workers = min(workers, len(chunks))
+        if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+            # forked, so the workers share the memory-mapped set and the tokenizer without copies
+            context = multiprocessing.get_context("fork")
+            with context.Pool(workers, _adopt, (pairs, tokenizer, alpha)) as pool:
+                drawn = pool.map(_draw_adopted, chunks)  # in the chunks' order
+        else:
+            drawn = [draw_chunk(pairs, tokenizer, alpha, *chunk) for chunk in chunks]
+        counts, pieces = [c for c, _ in drawn], [p for _, p in drawn]
         src_lengths = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
         self.flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)  # (pieces,)
         self.offsets = np.concatenate([[0], np.cumsum(src_lengths)])  # (N + 1,)
@@ -83,3 +96,26 @@ class SampledSources:
         src = [self.flat[self.offsets[i] : self.offsets[i + 1]].tolist() for i in indices]
         (tgt,) = self.pairs.columns(indices, "tgt_ids")
         return src, tgt
+
+
+def draw_chunk(
+    pairs: TokenizedPairs, tokenizer: Tokenizer, alpha: float, start: int, draw: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The sources of rows start .. start + CHUNK, sampled with seed `draw`: their piece counts
+    (n,) and their pieces, end to end (sum of counts,)."""
+    (texts,) = pairs.columns(range(start, min(start + CHUNK, len(pairs))), "src")
+    ids = tokenizer.sample(texts, alpha, draw)
+    counts = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    return counts, np.fromiter(chain.from_iterable(ids), dtype=np.int32)
+
+
+_adopted: tuple = ()  # in a worker process: (pairs, tokenizer, alpha), inherited through fork
+
+
+def _adopt(pairs: TokenizedPairs, tokenizer: Tokenizer, alpha: float) -> None:
+    global _adopted
+    _adopted = (pairs, tokenizer, alpha)
+
+
+def _draw_adopted(chunk: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    return draw_chunk(*_adopted, *chunk)

@@ -1,5 +1,6 @@
 """The training loop: steps, validation (loss and greedy BLEU), checkpoints and the stop rules."""
 
+import os
 import time
 from functools import partial
 
@@ -162,7 +163,10 @@ class Loop:
         if not cfg.sample_by_epoch:
             return self.train_set.lengths, None
         kept = self.run_dir / KEPT if self.world.is_main else None  # rank 0 alone writes
-        sampled = SampledSources(self.train_set, self.tokenizer, cfg.subword_alpha, cfg.seed, epoch, kept)
+        workers = max(1, (os.cpu_count() or 1) // self.world.size)  # each process draws: share the cores
+        sampled = SampledSources(
+            self.train_set, self.tokenizer, cfg.subword_alpha, cfg.seed, epoch, kept, workers
+        )
         return sampled.lengths, sampled.rows
 
     def _step_rows(self, indices, step: int) -> tuple[list[list[int]], list[list[int]]]:
