@@ -1,5 +1,5 @@
-"""Subword regularization: source segmentations sampled per step, lossless, reproducible by seed,
-and resumable exactly."""
+"""Subword regularization: source segmentations sampled by the epoch (per step for runs from
+before), lossless, reproducible by seed whatever draws them, kept in the run, and resumable exactly."""
 
 import os
 from dataclasses import replace
