@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from seq2seq.data.batch import collate, pad
-from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
+from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from seq2seq.decoding.search import DecodeOptions, source_ids, translate
 from seq2seq.export import huggingface as hf_export
 from seq2seq.export.huggingface import export_huggingface
@@ -183,6 +183,19 @@ def test_the_tokenizer_gives_our_ids(run_dir, exported, text):
     ids = hf_tokenizer(text)["input_ids"]
     assert ids == source_ids(model, tokenizer, [text])[0][0]
     assert hf_tokenizer.convert_ids_to_tokens(ids) == tokenizer.id_pieces(ids)
+
+
+def test_the_tokenizer_decodes_as_we_do(run_dir, exported):
+    """Outputs that begin with lone ▁ pieces too: SentencePiece drops every leading space. (Not
+    <unk>: `skip_special_tokens` drops it, where SentencePiece writes ⁇.)"""
+    _, tokenizer = ckpt.load_run(run_dir)
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(exported)
+    space = tokenizer.sp.PieceToId("▁")
+    words = [ids for ids in tokenizer.encode(TEXTS) if UNK_ID not in ids]
+    outputs = [*words, *([space] * n + ids + [space] * n + ids for n, ids in enumerate(words, 1))]
+    theirs = hf_tokenizer.batch_decode(outputs, skip_special_tokens=True)
+    assert theirs == tokenizer.decode(outputs)
+    assert len(words) > 2 and any(o[:1] == [space] for o in outputs)
 
 
 def test_the_tokenizer_pads_and_truncates_as_we_do(run_dir, exported):

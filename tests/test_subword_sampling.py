@@ -2,6 +2,8 @@
 before), lossless, reproducible by seed whatever draws them, kept in the run, and resumable exactly."""
 
 import os
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -28,6 +30,18 @@ def test_sampled_pieces_spell_the_text_and_follow_the_seed(tmp_path):
     assert all(tokenizer.decode(ids) == CAPTIONS for ids in draws.values())
     assert len({str(ids) for ids in draws.values()}) > 1, "every seed drew the same pieces"
     assert any(ids != tokenizer.encode(CAPTIONS) for ids in draws.values())
+
+
+def test_a_seeded_draw_is_the_same_in_another_process(tmp_path):
+    """What a resumed run and the drawing workers rely on: the seed alone decides the pieces, not
+    the process (SentencePiece 0.2.2 and 0.2.3 break this)."""
+    tokenizer = caption_tokenizer(tmp_path / "tok.model")
+    draw = "from seq2seq.data.tokenizer import Tokenizer; import sys; texts = sys.stdin.read().split('\\n')"
+    draw += f"; print(Tokenizer({str(tokenizer.path)!r}).sample(texts, 0.1, 3))"
+    other = subprocess.run(
+        [sys.executable, "-c", draw], input="\n".join(CAPTIONS), capture_output=True, text=True, check=True
+    )
+    assert other.stdout.strip() == str(tokenizer.sample(CAPTIONS, alpha=0.1, seed=3))
 
 
 def test_the_stored_set_keeps_the_source_text_of_each_pair(tmp_path):

@@ -10,8 +10,11 @@ once an epoch in a segmentation drawn for it, as before.
 The draw costs about 34 us a source (one thread: SentencePiece's threads draw in no fixed order),
 a second for Multi30k but a minute or two for a 2M-pair corpus. So a corpus of several `CHUNK`s is
 drawn by worker processes, a chunk each at a time: every chunk has its own seed, so the draw is the
-same whatever the number of workers. And the epoch's draw is kept in the run (`KEPT`, one file,
-replaced each epoch): a resumed run reads it back instead of drawing it again.
+same whatever the number of workers. The workers come from a fork server, never forked from
+this process: a fork copies the locks that this process's other threads (the allocator's, Arrow's,
+a server's) may hold at that moment, and a worker that takes one then waits forever. They open the
+stored set (memory-mapped) and the tokenizer from their paths. And the epoch's draw is kept in the
+run (`KEPT`, one file, replaced each epoch): a resumed run reads it back instead of drawing it again.
 """
 
 import multiprocessing
@@ -22,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from seq2seq.atomic import write_with
-from seq2seq.data.tokenized import TokenizedPairs
+from seq2seq.data.tokenized import TokenizedPairs, load
 from seq2seq.data.tokenizer import Tokenizer
 
 CHUNK = 50_000  # sources sampled per call: a million-pair corpus never holds its texts at once
@@ -56,16 +59,18 @@ class SampledSources:
 
     def _draw(self, tokenizer: Tokenizer, alpha: float, seed: int, epoch: int, workers: int) -> None:
         pairs = self.pairs
-        # (first row, SentencePiece's 32-bit seed) of each chunk
+        # (first row, row after the last, SentencePiece's 32-bit seed) of each chunk
         chunks = [
-            (start, (seed * 1_000_003 + epoch * 1_009 + chunk) % 2**32)
+            (start, min(start + CHUNK, len(pairs)), (seed * 1_000_003 + epoch * 1_009 + chunk) % 2**32)
             for chunk, start in enumerate(range(0, len(pairs), CHUNK))
         ]
         workers = min(workers, len(chunks))
-        if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-            # forked, so the workers share the memory-mapped set and the tokenizer without copies
-            context = multiprocessing.get_context("fork")
-            with context.Pool(workers, _adopt, (pairs, tokenizer, alpha)) as pool:
+        if workers > 1:
+            context = multiprocessing.get_context(_START_METHOD)
+            if _START_METHOD == "forkserver":  # the server imports once what every worker needs
+                context.set_forkserver_preload([__name__, "datasets"])
+            opened_by_path = (str(pairs.folder), str(tokenizer.path), alpha)
+            with context.Pool(workers, _adopt, opened_by_path) as pool:
                 drawn = pool.map(_draw_adopted, chunks)  # in the chunks' order
         else:
             drawn = [draw_chunk(pairs, tokenizer, alpha, *chunk) for chunk in chunks]
@@ -99,23 +104,25 @@ class SampledSources:
 
 
 def draw_chunk(
-    pairs: TokenizedPairs, tokenizer: Tokenizer, alpha: float, start: int, draw: int
+    pairs: TokenizedPairs, tokenizer: Tokenizer, alpha: float, start: int, stop: int, draw: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The sources of rows start .. start + CHUNK, sampled with seed `draw`: their piece counts
-    (n,) and their pieces, end to end (sum of counts,)."""
-    (texts,) = pairs.columns(range(start, min(start + CHUNK, len(pairs))), "src")
+    """The sources of rows start .. stop, sampled with seed `draw`: their piece counts (n,) and
+    their pieces, end to end (sum of counts,)."""
+    (texts,) = pairs.columns(range(start, stop), "src")
     ids = tokenizer.sample(texts, alpha, draw)
     counts = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
     return counts, np.fromiter(chain.from_iterable(ids), dtype=np.int32)
 
 
-_adopted: tuple = ()  # in a worker process: (pairs, tokenizer, alpha), inherited through fork
+# a fork server where there is one (Linux, macOS), else fresh interpreters (Windows)
+_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+_adopted: tuple = ()  # in a worker process: (pairs, tokenizer, alpha)
 
 
-def _adopt(pairs: TokenizedPairs, tokenizer: Tokenizer, alpha: float) -> None:
+def _adopt(folder: str, tokenizer_path: str, alpha: float) -> None:
     global _adopted
-    _adopted = (pairs, tokenizer, alpha)
+    _adopted = (load(folder), Tokenizer(tokenizer_path), alpha)
 
 
-def _draw_adopted(chunk: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+def _draw_adopted(chunk: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
     return draw_chunk(*_adopted, *chunk)

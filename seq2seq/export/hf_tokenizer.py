@@ -39,8 +39,12 @@ def hf_tokenizer(path: Path, max_positions: int):
     if spec.add_dummy_prefix:
         steps.append(normalizers.Prepend("▁"))
     tokenizer.normalizer = normalizers.Sequence(steps)
+    # SentencePiece drops one leading ▁ of each piece until some text is out (with a dummy prefix
+    # or extra whitespace removed); its pieces never begin with two (training text has no double
+    # spaces), so that is every leading space, one per piece at most
+    leading = max_positions if spec.add_dummy_prefix or spec.remove_extra_whitespaces else 0
     tokenizer.decoder = decoders.Sequence(
-        [decoders.Replace("▁", " "), decoders.Fuse(), decoders.Strip(" ", int(spec.add_dummy_prefix), 0)]
+        [decoders.Replace("▁", " "), decoders.Fuse(), decoders.Strip(" ", leading, 0)]
     )
     eos = pieces[EOS_ID][0]
     tokenizer.post_processor = processors.TemplateProcessing(
