@@ -18,7 +18,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.train import train
-from tests.cli_helpers import run_process
+from tests.cli_helpers import run_cli, run_process
 from tests.conftest import write_multi30k
 from tests.test_cli import TRAIN
 from tests.test_reliability import trained_run
@@ -207,10 +207,12 @@ ALTERED = {  # what is changed -> (the change, the command that reads it, a word
 
 
 @pytest.mark.parametrize("what", ALTERED)
-def test_an_altered_run_directory_is_one_line(what, tiny_run, tmp_path):
+def test_an_altered_run_directory_is_one_line(what, tiny_run, tmp_path, capsys, monkeypatch):
+    """In this process (a subprocess each costs seconds): any exception but the CLI's exit fails."""
     change, command, message = ALTERED[what]
     run, data = altered_copy(tiny_run, tmp_path, change)
-    result = run_process([*command, "--run", run, *(["--data-dir", data] if command is RESUME else [])])
+    args = [*command, "--run", run, *(["--data-dir", data] if command is RESUME else [])]
+    result = run_cli(args, capsys, monkeypatch)
     assert result.code == 2 and message in result.err, result.err
     assert len(result.err.strip().splitlines()) == 1 and "Traceback" not in result.err
 
