@@ -144,6 +144,28 @@ def test_the_loop_draws_an_epochs_sources_at_its_start_or_per_step_as_before(tmp
     assert ADDED_SINCE["sample_by_epoch"] is False  # a run from before resumes as it trained
 
 
+@pytest.mark.parametrize("alpha", [0.1, 0.0])  # the epoch's draw, or the stored segmentation
+@pytest.mark.parametrize("order_by_sides", [True, False])
+def test_the_loop_orders_ties_by_the_sides_of_what_it_batches(tmp_path, monkeypatch, alpha, order_by_sides):
+    seen = []
+
+    def spy(lengths, max_tokens, seed, epoch, then_by=()):
+        if seed == config.seed:  # the epoch's batches, not the validation loss's
+            seen.append((np.asarray(lengths), then_by))
+        return token_batches(lengths, max_tokens, seed, epoch, then_by)
+
+    monkeypatch.setattr("seq2seq.training.loop.token_batches", spy)
+    config = reversal(tmp_path, subword_alpha=alpha, average=0, epochs=1, order_by_sides=order_by_sides)
+    train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
+    ((lengths, then_by),) = seen
+    if order_by_sides:
+        src, tgt = then_by
+        assert np.array_equal(np.maximum(src, tgt) + 1, lengths)  # the sides of these very lengths
+    else:
+        assert then_by == ()
+    assert ADDED_SINCE["order_by_sides"] is False  # a run from before resumes with its batches
+
+
 def test_the_epochs_draw_is_kept_and_read_back_only_when_it_is_that_draw(tmp_path, monkeypatch):
     tokenizer, stored = sampled_corpus(tmp_path)
     kept, everything = tmp_path / "run" / KEPT, range(len(stored))

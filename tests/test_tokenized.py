@@ -2,6 +2,7 @@
 
 import os
 
+import numpy as np
 import pytest
 import torch
 
@@ -97,12 +98,14 @@ def test_a_corpus_that_is_all_filtered_out_is_one_line(tmp_path):
         build(tmp_path / "run", corpus, tokenizer)
 
 
-def plain_token_batches(lengths: list[int], max_tokens: int, seed: int, epoch: int) -> list[list[int]]:
+def plain_token_batches(
+    lengths: list[int], max_tokens: int, seed: int, epoch: int, then_by: tuple = ()
+) -> list[list[int]]:
     """The batching rule written plainly (as it was before it was vectorised for large corpora)."""
     g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
     noise = torch.rand(len(lengths), generator=g).tolist()
     batches, current = [], []
-    for i in sorted(range(len(lengths)), key=lambda i: (lengths[i], noise[i])):
+    for i in sorted(range(len(lengths)), key=lambda i: (lengths[i], *(k[i] for k in then_by), noise[i])):
         if current and lengths[i] * (len(current) + 1) > max_tokens:
             batches.append(current)
             current = []
@@ -116,9 +119,34 @@ def plain_token_batches(lengths: list[int], max_tokens: int, seed: int, epoch: i
 def test_vectorised_batching_equals_the_plain_rule(n, longest):
     g = torch.Generator().manual_seed(n)
     lengths = torch.randint(1, longest + 1, (n,), generator=g).tolist()
+    src = [torch.randint(1, length + 1, (), generator=g).item() for length in lengths]  # a side
     for max_tokens in (1, 2, 64, 3072):
         ours = [b.tolist() for b in token_batches(lengths, max_tokens, seed=3, epoch=n)]
         assert ours == plain_token_batches(lengths, max_tokens, seed=3, epoch=n), max_tokens
+        ours = [b.tolist() for b in token_batches(lengths, max_tokens, 3, n, then_by=(np.array(src),))]
+        assert ours == plain_token_batches(lengths, max_tokens, 3, n, then_by=(src,)), max_tokens
+
+
+def test_ordering_by_the_sides_pads_both_sides_less_in_as_many_batches():
+    g = torch.Generator().manual_seed(0)
+    src, tgt = (
+        torch.randint(3, 40, (4000,), generator=g).numpy(),
+        torch.randint(3, 40, (4000,), generator=g).numpy(),
+    )
+    lengths = np.maximum(src, tgt) + 1
+
+    def cells(batches) -> tuple[int, int, int]:
+        return (
+            len(batches),
+            sum(len(b) * src[b].max() for b in batches),
+            sum(len(b) * tgt[b].max() for b in batches),
+        )
+
+    random_ties = cells(token_batches(lengths, 512, 1, 0))
+    by_sides = cells(token_batches(lengths, 512, 1, 0, then_by=(src, tgt)))
+    assert (
+        by_sides[0] == random_ties[0] and by_sides[1] < 0.9 * random_ties[1] and by_sides[2] < random_ties[2]
+    )
 
 
 def test_a_foreign_tokenizer_is_one_line_before_any_tokenizing(tmp_path, corpus_dir):

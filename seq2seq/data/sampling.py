@@ -96,6 +96,10 @@ class SampledSources:
             return False
         return len(self.lengths) == len(self.pairs) == len(self.offsets) - 1
 
+    def side_lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        """(N,) sampled source and (N,) stored target lengths, in ids."""
+        return np.diff(self.offsets), self.pairs.target_lengths()
+
     def rows(self, indices) -> tuple[list[list[int]], list[list[int]]]:
         """The sampled sources and stored targets of these pairs, as `TokenizedPairs.rows`."""
         src = [self.flat[self.offsets[i] : self.offsets[i + 1]].tolist() for i in indices]

@@ -48,9 +48,16 @@ class TokenizedPairs:
 
     def target_lengths(self) -> np.ndarray:
         """(N,) the stored target ids' lengths, read from the table without building lists."""
+        return self._list_lengths("tgt_ids")
+
+    def side_lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        """(N,) source and (N,) target lengths, in ids, of the stored segmentation."""
+        return self._list_lengths("src_ids"), self._list_lengths("tgt_ids")
+
+    def _list_lengths(self, column: str) -> np.ndarray:
         import pyarrow.compute as pc  # there with `datasets`, imported as late as it is
 
-        return pc.list_value_length(self.dataset.data.column("tgt_ids")).to_numpy()
+        return pc.list_value_length(self.dataset.data.column(column)).to_numpy()
 
     def columns(self, indices, *names: str) -> tuple[list, ...]:
         """The named columns of these pairs, read in one take: the ids, or the source text

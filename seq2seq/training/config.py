@@ -18,6 +18,9 @@ class TrainConfig:
     # sampled for the whole epoch at its start, and its batches cut by the sampled lengths
     # (data/sampling.py); False: each step's batch sampled, cut by the stored lengths (older runs)
     sample_by_epoch: bool = True
+    # pairs of one batching length ordered by their source's, then their target's length before
+    # the random tie-break (fairseq's order): fewer padded cells on both sides; False: random ties
+    order_by_sides: bool = True
     clip_norm: float = 1.0
     average: int = 5  # when training ends, validate the mean of the last N validations' weights (<2: off)
     epochs: int | None = 10  # None: no epoch limit (a time or step budget, or early stopping ends it)
@@ -48,4 +51,4 @@ LIMITS = (
 
 # Fields added after runs were already being written, with the value that reproduces what such a
 # run trained with: an older run resumes with its own recipe, not with today's default.
-ADDED_SINCE = {"subword_alpha": 0.0, "cooldown": 0.0, "sample_by_epoch": False}
+ADDED_SINCE = {"subword_alpha": 0.0, "cooldown": 0.0, "sample_by_epoch": False, "order_by_sides": False}

@@ -60,8 +60,9 @@ class Loop:
         validation_seconds = self._validation_estimate(state) if cfg.max_minutes else 0.0
         saved, stop, step_seconds = time.monotonic(), None, 0.0
         while stop is None and (cfg.epochs is None or state.epoch < cfg.epochs):
-            lengths, rows = self._epoch_sources(state.epoch)
-            batches = token_batches(lengths, cfg.max_tokens, cfg.seed, state.epoch)
+            source, rows = self._epoch_sources(state.epoch)
+            sides = source.side_lengths() if cfg.order_by_sides else ()
+            batches = token_batches(source.lengths, cfg.max_tokens, cfg.seed, state.epoch, sides)
             reporter.epoch(state.epoch, self._steps(len(batches)), self._steps(state.batch))
             while state.batch < len(batches):
                 to_pay = step_seconds + validation_seconds * (2 if self.averaging else 1)
@@ -156,18 +157,19 @@ class Loop:
         return collate(src, tgt, self.max_len).to(self.device)
 
     def _epoch_sources(self, epoch: int):
-        """The epoch's batching lengths, and how to read a batch's rows (None: `_step_rows`)."""
+        """What the epoch's batches are cut by (the stored set, or this epoch's draw: its `lengths`
+        and `side_lengths`), and how to read a batch's rows (None: `_step_rows`)."""
         cfg = self.config
         if cfg.subword_alpha <= 0:
-            return self.train_set.lengths, self.train_set.rows
+            return self.train_set, self.train_set.rows
         if not cfg.sample_by_epoch:
-            return self.train_set.lengths, None
+            return self.train_set, None
         kept = self.run_dir / KEPT if self.world.is_main else None  # rank 0 alone writes
         workers = max(1, (os.cpu_count() or 1) // self.world.size)  # each process draws: share the cores
         sampled = SampledSources(
             self.train_set, self.tokenizer, cfg.subword_alpha, cfg.seed, epoch, kept, workers
         )
-        return sampled.lengths, sampled.rows
+        return sampled, sampled.rows
 
     def _step_rows(self, indices, step: int) -> tuple[list[list[int]], list[list[int]]]:
         """Subword sampling as runs from before `sample_by_epoch` trained: the batch's sources
