@@ -11,6 +11,8 @@ Variants (each its own copy of one freshly initialised model, with the run's con
             and the fused loss (`training.loss`)
   torchloss the fused AdamW with PyTorch's `F.cross_entropy` (label smoothing, ignore_index) as
             the loss, what `seq2seq train` used before the fused loss
+  allpositions  the fused step projecting every target position to the vocabulary, padding
+            included, as `seq2seq train` did before it kept the real ones alone
   compiled  the forward and loss under torch.compile (inductor, dynamic shapes: one graph serves
             every batch shape), with the fused AdamW; its compile time is printed apart
 
@@ -37,6 +39,7 @@ from seq2seq.data.special import PAD_ID
 from seq2seq.device import autocast, use_bf16
 from seq2seq.models.registry import ModelConfig, build_model, config_from_dict
 from seq2seq.training.distributed import World
+from seq2seq.training.loss import smoothed_cross_entropy
 from seq2seq.training.step import TrainStep
 from seq2seq.training.train import adamw
 
@@ -50,6 +53,12 @@ class TorchLossStep(TrainStep):
         )
 
 
+class AllPositionsStep(TrainStep):
+    def summed_loss(self, batch):
+        logits = self.model(batch.src, batch.tgt_in).flatten(0, 1)  # padded positions too
+        return smoothed_cross_entropy(logits, batch.tgt_out.flatten(), self.smoothing)
+
+
 def trainer(config: ModelConfig, variant: str, precision, device: torch.device) -> TrainStep:
     torch.manual_seed(0)
     model = build_model(config).to(device)
@@ -58,14 +67,14 @@ def trainer(config: ModelConfig, variant: str, precision, device: torch.device) 
     else:
         optimizer = adamw(model, lr=1e-4)
     forward = torch.compile(model, dynamic=True) if variant == "compiled" else model
-    step = TorchLossStep if variant == "torchloss" else TrainStep
+    step = {"torchloss": TorchLossStep, "allpositions": AllPositionsStep}.get(variant, TrainStep)
     return step(forward, optimizer, World(), precision, clip_norm=1.0, smoothing=0.1)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--run", required=True, help="a run directory with config.json and tokenized/")
-    p.add_argument("--variants", nargs="+", default=["eager", "fused", "compiled"], help="torchloss too")
+    p.add_argument("--variants", nargs="+", default=["eager", "fused", "compiled"], help="or others")
     p.add_argument("--batches", type=int, default=30, help="timed batches per variant")
     p.add_argument("--warmup", type=int, default=5, help="untimed batches per variant first")
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast, even where it is fast")

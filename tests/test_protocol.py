@@ -13,8 +13,10 @@ from dataclasses import asdict
 
 import pytest
 import torch
+import torch.nn.functional as F
 
-from seq2seq.data.batch import pad
+from seq2seq.data.batch import Batch, pad
+from seq2seq.data.special import PAD_ID
 from seq2seq.decoding.search import beam_search, greedy
 from seq2seq.models.packed import pack, packing_available
 from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
@@ -22,6 +24,7 @@ from seq2seq.models.quantize import quantize
 from seq2seq.models.registry import ARCHITECTURES, build_model, config_from_dict, preset_config
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
+from seq2seq.training.step import summed_loss
 from tests.conftest import caption_tokenizer
 
 SMALL = dict(d_model=32, vocab_size=40, dropout=0.0, max_positions=64)  # fast, and exhaustive enough
@@ -103,6 +106,23 @@ def test_steps_reproduce_the_teacher_forced_pass(name, use_cache):
         cache = model.init_cache(*model.encode(src), tgt.size(1), use_cache)
         steps = torch.stack([model.decode_step(tgt[:, t], cache) for t in range(tgt.size(1))], 1)
     torch.testing.assert_close(steps, full, atol=tolerance(name), rtol=tolerance(name))
+
+
+def test_kept_positions_are_the_full_passes_rows(name):
+    """What training asks for: the logits of the real target positions alone, and their loss."""
+    model, src, tgt = make(name), sources(), targets(4)
+    keep = torch.arange(tgt.size(1)) < torch.tensor([7, 2, 5, 1])[:, None]  # (B, T) ragged rows
+    with torch.inference_mode():
+        full, kept = model(src, tgt), model(src, tgt, keep)
+    assert kept.shape == (int(keep.sum()), full.size(-1))
+    torch.testing.assert_close(kept, full[keep], atol=tolerance(name), rtol=tolerance(name))
+    tgt_out = tgt.masked_fill(~keep, PAD_ID)
+    with torch.inference_mode():
+        ours = summed_loss(model, Batch(src, tgt, tgt_out, int(keep.sum())), label_smoothing=0.1)
+        plain = F.cross_entropy(
+            full.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD_ID, label_smoothing=0.1, reduction="sum"
+        )
+    torch.testing.assert_close(ours, plain, atol=tolerance(name) * 100, rtol=tolerance(name))
 
 
 def test_later_target_tokens_never_change_earlier_logits(name):

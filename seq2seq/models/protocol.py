@@ -4,7 +4,8 @@ checkpoints and the attention views see: none of them ever asks which architectu
 An architecture subclasses `Seq2SeqModel` and writes four methods, its own part:
 
     memory, src_mask = model.encode(src, record)          the encoder, once per batch
-    logits = model.decode_all(tgt_in, memory, src_mask)   every target position (teacher forcing)
+    logits = model.decode_all(tgt_in, memory, src_mask)   every target position (teacher forcing),
+                                                          or those that `keep` selects
     cache = model.start_cache(memory, src_mask, max_len)  per-sentence work done once: the
                                                           Transformer's cross-attention K/V, the
                                                           RNN's attention keys (U h_j or W h_j)
@@ -72,9 +73,15 @@ class Seq2SeqModel(nn.Module, ABC):
 
     @abstractmethod
     def decode_all(
-        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, record: AttentionRecord | None = None
+        self,
+        tgt_in: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        record: AttentionRecord | None = None,
+        keep: Tensor | None = None,
     ) -> Tensor:
-        """Every target position at once (causally): (B, T) shifted target -> (B, T, V) logits."""
+        """Every target position at once (causally): (B, T) shifted target -> (B, T, V) logits;
+        with `keep`, (B, T) bool, the logits of those positions alone, (N, V) in row order."""
 
     @abstractmethod
     def start_cache(self, memory: Tensor, src_mask: Tensor, max_len: int) -> Cache:
@@ -85,10 +92,12 @@ class Seq2SeqModel(nn.Module, ABC):
         """(B,) previous tokens -> (B, V) logits of the next; the cache advances; `record`
         receives this step's weights."""
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher forcing: (B, S) source and (B, T) shifted target -> (B, T, V) logits."""
+    def forward(self, src: Tensor, tgt_in: Tensor, keep: Tensor | None = None) -> Tensor:
+        """Teacher forcing: (B, S) source and (B, T) shifted target -> (B, T, V) logits, or (N, V)
+        for the `keep` positions alone: training keeps its real target tokens, so that the output
+        projection, the step's largest matrix product, and the loss skip the padding."""
         memory, src_mask = self.encode(src)
-        return self.decode_all(tgt_in, memory, src_mask)
+        return self.decode_all(tgt_in, memory, src_mask, keep=keep)
 
     def attention(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
         """Teacher forcing that returns the weights by kind ("encoder", "decoder", "cross"; an

@@ -144,17 +144,24 @@ class RNN(Seq2SeqModel):
         return memory, src_mask
 
     def decode_all(
-        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, record: AttentionRecord | None = None
+        self,
+        tgt_in: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        record: AttentionRecord | None = None,
+        keep: Tensor | None = None,
     ) -> Tensor:
         """Every target position, one step after another (the recurrence is sequential), then one
-        output projection for all of them: (B, T) -> (B, T, V). The same step as decoding; `record`
-        receives the alignments alpha_tj as one layer of one head (B, 1, T, S)."""
+        output projection for all of them (or the `keep` positions): (B, T) -> (B, T, V) or (N, V).
+        The same step as decoding; `record` receives the alignments alpha_tj as one layer of one
+        head (B, 1, T, S)."""
         cache = self.start_cache(memory, src_mask, tgt_in.size(1))
         steps = AttentionRecord() if record is not None else None
         outs = [self._step(tgt_in[:, t], cache, steps) for t in range(tgt_in.size(1))]
         if record is not None:
             record.cross.append(torch.cat(steps.cross, dim=2))  # T steps of (B, 1, 1, S)
-        return self.logits(torch.stack(outs, 1))  # (B, T, D) -> (B, T, V)
+        out = torch.stack(outs, 1)  # (B, T, D)
+        return self.logits(out if keep is None else out[keep])  # -> (B, T, V) or (N, V)
 
     def logits(self, out: Tensor) -> Tensor:
         """(..., D) -> (..., V) through the embedding matrix (tied), or its int8 copy."""

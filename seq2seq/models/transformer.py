@@ -239,9 +239,15 @@ class Transformer(Seq2SeqModel):
         return self.encoder_norm(x), src_mask
 
     def decode_all(
-        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, record: AttentionRecord | None = None
+        self,
+        tgt_in: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        record: AttentionRecord | None = None,
+        keep: Tensor | None = None,
     ) -> Tensor:
-        """Every target position at once under a causal mask: (B, T) -> (B, T, V)."""
+        """Every target position at once under a causal mask: (B, T) -> (B, T, V), or (N, V) for
+        the `keep` positions."""
         x = self.embed_tokens(tgt_in)
         for layer in self.decoder:
             cross_kv = layer.cross_attn.project_kv(memory)
@@ -252,7 +258,7 @@ class Transformer(Seq2SeqModel):
                 src_mask,
                 record,
             )
-        return self.logits(x)
+        return self.logits(x if keep is None else x[keep])  # (B, T, D) or (N, D) -> (..., V)
 
     def start_cache(self, memory: Tensor, src_mask: Tensor, max_len: int) -> DecoderCache:
         """Every layer's cross-attention K/V projected here, once per sentence, and empty
