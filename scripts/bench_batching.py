@@ -1,6 +1,6 @@
 """How a batching order changes training throughput, side by side in one process: target tokens/s
 of the whole training step over one epoch's batches cut two ways, pairs of one batching length in
-random order (`--no-sides`, as runs before `order_by_sides`) and ordered by their source's, then
+random order (as runs before `order_by_sides` batch) and ordered by their source's, then
 their target's length (what `seq2seq train` does now).
 
     python scripts/bench_batching.py --run runs/multi30k-en-fr --fp32
