@@ -82,7 +82,7 @@ def test_train_again_resumes(trained, tmp_path):
 @pytest.mark.parametrize(
     "change,message",
     [
-        (["--lr", "0.5"], "was started with --lr 0.0015; a resumed run keeps it"),
+        (["--lr", "0.5"], "was started with --lr 0.0025; a resumed run keeps it"),
         (["--preset", "small"], "holds another model than --preset small describes"),
         (["--arch", "rnn"], "holds another model than --arch rnn describes"),
         (["--vocab-size", "99"], "was started with --vocab-size 60"),
