@@ -1,21 +1,23 @@
 """The one protocol every architecture implements, and the only thing decoding, scoring, training,
 checkpoints and the attention views see: none of them ever asks which architecture it holds.
 
-An architecture subclasses `Seq2SeqModel` and writes four methods, its own part:
+An architecture subclasses `Seq2SeqModel` and writes five methods, its own part:
 
     memory, src_mask = model.encode(src, record)          the encoder, once per batch
-    logits = model.decode_all(tgt_in, memory, src_mask)   every target position (teacher forcing),
-                                                          or those that `keep` selects
+    out = model.decode_states(tgt_in, memory, src_mask)   every target position's output state
+                                                          (teacher forcing), before the output layer
+    logits = model.logits(out)                            the output layer: (..., D) -> (..., V)
     cache = model.start_cache(memory, src_mask, max_len)  per-sentence work done once: the
                                                           Transformer's cross-attention K/V, the
                                                           RNN's attention keys (U h_j or W h_j)
     logits = model.step(tokens, cache, record)            one position per row; the cache advances
 
-and gets the rest, written once here: `forward` (training), `attention` (the weights of a
-teacher-forced pass), `init_cache` / `decode_step` (what search calls; `use_cache=False` gives
-the uncached path, which re-runs `decode_all` over the whole prefix every step). Its cache
-implements `Cache`: `reorder` (rows follow their beam parents) and `select` (finished sentences
-leave, beams fill). `tests/test_protocol.py` checks every registered architecture against it.
+and gets the rest, written once here: `decode_all` (every position's logits, or those that
+`keep` selects), `forward` (training), `attention` (the weights of a teacher-forced pass),
+`init_cache` / `decode_step` (what search calls; `use_cache=False` gives the uncached path, which
+re-runs `decode_all` over the whole prefix every step). Its cache implements `Cache`: `reorder`
+(rows follow their beam parents) and `select` (finished sentences leave, beams fill).
+`tests/test_protocol.py` checks every registered architecture against it.
 
 Shapes: B rows, S source length, T target length, V vocabulary, L layers, H heads.
 """
@@ -72,16 +74,15 @@ class Seq2SeqModel(nn.Module, ABC):
         """(B, S) ids -> memory (B, S, D) and a mask that is True on real (non-padding) positions."""
 
     @abstractmethod
-    def decode_all(
-        self,
-        tgt_in: Tensor,
-        memory: Tensor,
-        src_mask: Tensor,
-        record: AttentionRecord | None = None,
-        keep: Tensor | None = None,
+    def decode_states(
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, record: AttentionRecord | None = None
     ) -> Tensor:
-        """Every target position at once (causally): (B, T) shifted target -> (B, T, V) logits;
-        with `keep`, (B, T) bool, the logits of those positions alone, (N, V) in row order."""
+        """Every target position at once (causally): (B, T) shifted target -> (B, T, D) output
+        states, what `logits` takes."""
+
+    @abstractmethod
+    def logits(self, out: Tensor) -> Tensor:
+        """The output layer: (..., D) output states -> (..., V) logits."""
 
     @abstractmethod
     def start_cache(self, memory: Tensor, src_mask: Tensor, max_len: int) -> Cache:
@@ -91,6 +92,19 @@ class Seq2SeqModel(nn.Module, ABC):
     def step(self, tokens: Tensor, cache: Cache, record: AttentionRecord | None = None) -> Tensor:
         """(B,) previous tokens -> (B, V) logits of the next; the cache advances; `record`
         receives this step's weights."""
+
+    def decode_all(
+        self,
+        tgt_in: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        record: AttentionRecord | None = None,
+        keep: Tensor | None = None,
+    ) -> Tensor:
+        """(B, T) shifted target -> (B, T, V) logits; with `keep`, (B, T) bool, the logits of those
+        positions alone, (N, V) in row order, so the output layer never sees the others."""
+        out = self.decode_states(tgt_in, memory, src_mask, record)  # (B, T, D)
+        return self.logits(out if keep is None else out[keep])  # (B, T, D) or (N, D) -> (..., V)
 
     def forward(self, src: Tensor, tgt_in: Tensor, keep: Tensor | None = None) -> Tensor:
         """Teacher forcing: (B, S) source and (B, T) shifted target -> (B, T, V) logits, or (N, V)

@@ -96,7 +96,7 @@ def align(scores: Tensor, memory: Tensor, src_mask: Tensor) -> tuple[Tensor, Ten
 
 
 class RNN(Seq2SeqModel):
-    """encode() once, then start_cache() + step() per position; decode_all() for teacher forcing."""
+    """encode() once, then start_cache() + step() per position; decode_states() for teacher forcing."""
 
     def __init__(self, cfg: RNNConfig):
         super().__init__()
@@ -143,25 +143,18 @@ class RNN(Seq2SeqModel):
         memory, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.size(1))
         return memory, src_mask
 
-    def decode_all(
-        self,
-        tgt_in: Tensor,
-        memory: Tensor,
-        src_mask: Tensor,
-        record: AttentionRecord | None = None,
-        keep: Tensor | None = None,
+    def decode_states(
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, record: AttentionRecord | None = None
     ) -> Tensor:
-        """Every target position, one step after another (the recurrence is sequential), then one
-        output projection for all of them (or the `keep` positions): (B, T) -> (B, T, V) or (N, V).
-        The same step as decoding; `record` receives the alignments alpha_tj as one layer of one
-        head (B, 1, T, S)."""
+        """Every target position, one step after another (the recurrence is sequential), so that
+        `decode_all` projects them all at once: (B, T) -> (B, T, D). The same step as decoding;
+        `record` receives the alignments alpha_tj as one layer of one head (B, 1, T, S)."""
         cache = self.start_cache(memory, src_mask, tgt_in.size(1))
         steps = AttentionRecord() if record is not None else None
         outs = [self._step(tgt_in[:, t], cache, steps) for t in range(tgt_in.size(1))]
         if record is not None:
             record.cross.append(torch.cat(steps.cross, dim=2))  # T steps of (B, 1, 1, S)
-        out = torch.stack(outs, 1)  # (B, T, D)
-        return self.logits(out if keep is None else out[keep])  # -> (B, T, V) or (N, V)
+        return torch.stack(outs, 1)  # T of (B, D) -> (B, T, D)
 
     def logits(self, out: Tensor) -> Tensor:
         """(..., D) -> (..., V) through the embedding matrix (tied), or its int8 copy."""

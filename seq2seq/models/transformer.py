@@ -201,7 +201,7 @@ class DecoderLayer(nn.Module):
 
 
 class Transformer(Seq2SeqModel):
-    """encode() once, then start_cache() + step() per position; decode_all() for teacher forcing."""
+    """encode() once, then start_cache() + step() per position; decode_states() for teacher forcing."""
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
@@ -238,16 +238,11 @@ class Transformer(Seq2SeqModel):
             x = layer(x, src_mask, record)
         return self.encoder_norm(x), src_mask
 
-    def decode_all(
-        self,
-        tgt_in: Tensor,
-        memory: Tensor,
-        src_mask: Tensor,
-        record: AttentionRecord | None = None,
-        keep: Tensor | None = None,
+    def decode_states(
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, record: AttentionRecord | None = None
     ) -> Tensor:
-        """Every target position at once under a causal mask: (B, T) -> (B, T, V), or (N, V) for
-        the `keep` positions."""
+        """Every target position at once under a causal mask: (B, T) -> (B, T, D), before the
+        final norm (`logits` applies it)."""
         x = self.embed_tokens(tgt_in)
         for layer in self.decoder:
             cross_kv = layer.cross_attn.project_kv(memory)
@@ -258,7 +253,7 @@ class Transformer(Seq2SeqModel):
                 src_mask,
                 record,
             )
-        return self.logits(x if keep is None else x[keep])  # (B, T, D) or (N, D) -> (..., V)
+        return x
 
     def start_cache(self, memory: Tensor, src_mask: Tensor, max_len: int) -> DecoderCache:
         """Every layer's cross-attention K/V projected here, once per sentence, and empty
