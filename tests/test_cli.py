@@ -5,8 +5,9 @@ import shutil
 
 import pytest
 
+from seq2seq.errors import Seq2SeqError
 from seq2seq.training.config import TrainConfig
-from seq2seq.training.resume import stored_train_config
+from seq2seq.training.resume import check_typed_options, stored_train_config
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import EN, tiny_model, write_multi30k, write_run
 
@@ -85,6 +86,7 @@ def test_train_again_resumes(trained, tmp_path):
         (["--lr", "0.5"], "was started with --lr 0.0025; a resumed run keeps it"),
         (["--preset", "small"], "holds another model than --preset small describes"),
         (["--arch", "rnn"], "holds another model than --arch rnn describes"),
+        (["--decoder-layers", "1"], "holds another model than --decoder-layers 1 describes"),
         (["--vocab-size", "99"], "was started with --vocab-size 60"),
         (["--subword-alpha", "0.2"], "was started with --subword-alpha 0.3"),
         (["--label-smoothing", "0.2"], "was started with --label-smoothing 0.1"),
@@ -96,6 +98,23 @@ def test_a_resumed_run_refuses_options_it_cannot_honour(trained, cli, change, me
     result = cli(*TRAIN, "--data-dir", data, "--run", run, *change)
     assert result.code == 2 and message in result.err and len(result.err.splitlines()) == 1
     assert (run / "last.safetensors").read_bytes() == before
+
+
+def test_shape_options_set_the_model_over_the_preset(cli, tmp_path):
+    """Width and depth at equal time are a lever: the shape is the preset's, with what was given."""
+    data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
+    run = tmp_path / "run"
+    shape = dict(d_model=48, heads=2, ff=96, encoder_layers=3, decoder_layers=1)
+    options = [text for name, value in shape.items() for text in (f"--{name.replace('_', '-')}", str(value))]
+    result = cli(*TRAIN, "--max-steps", "1", *options, "--data-dir", data, "--run", run)
+    assert result.code == 0, result.err
+    model = json.loads((run / "config.json").read_text())["model"]
+    fields = ("d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers")
+    assert tuple(model[f] for f in fields) == tuple(shape.values())
+    assert model["vocab_size"] <= 60 and model["max_positions"] == 256  # the rest is tiny's
+    assert check_typed_options(run, shape) == []  # typed again, they are the run's own
+    with pytest.raises(Seq2SeqError, match="another model than --encoder-layers 2"):
+        check_typed_options(run, {"encoder_layers": 2})
 
 
 def test_a_run_written_before_subword_sampling_resumes_without_it(trained, tmp_path):

@@ -9,7 +9,7 @@ forms (fp32 on oneDNN's packed GEMMs, what the CLI decodes with where it is fast
 all of it, within fp32 rounding.
 """
 
-from dataclasses import asdict
+from dataclasses import asdict, fields
 
 import pytest
 import torch
@@ -96,6 +96,8 @@ def test_every_registered_architecture_is_a_seq2seq_model_and_is_tested():
         model = make(arch)
         assert isinstance(model, Seq2SeqModel) and model.cfg.arch == arch
         assert config_from_dict(asdict(model.cfg)) == model.cfg  # config.json round-trips
+        settable = {f.name for f in fields(model.cfg) if f.init}
+        assert set(ARCHITECTURES[arch].options.values()) <= settable  # what `train --heads` etc. set
 
 
 @pytest.mark.parametrize("use_cache", [True, False])

@@ -69,6 +69,12 @@ def train(
     attention: str | None = typer.Option(None, help="rnn: bahdanau (additive; default) or luong."),
     score: str | None = typer.Option(None, help="rnn with luong attention: general (default) or dot."),
     cell: str | None = typer.Option(None, help="rnn: gru (default) or lstm."),
+    d_model: int | None = typer.Option(None, min=2, help="Width, instead of the preset's."),
+    layers: int | None = typer.Option(None, min=1, help="rnn: recurrent layers, encoder and decoder."),
+    encoder_layers: int | None = typer.Option(None, min=1, help="transformer: encoder layers."),
+    decoder_layers: int | None = typer.Option(None, min=1, help="transformer: decoder layers."),
+    heads: int | None = typer.Option(None, min=1, help="transformer: attention heads."),
+    ff: int | None = typer.Option(None, min=1, help="transformer: feed-forward width."),
     epochs: int | None = typer.Option(
         None, min=1, help="Epochs at most [default: 10, or no limit with --max-minutes]."
     ),
@@ -131,7 +137,11 @@ def train(
     from seq2seq.training.resume import check_typed_options
     from seq2seq.training.train import train as train_run
 
-    model_config = architecture_config(arch, preset, attention, score, cell, dropout)
+    options = dict(
+        attention=attention, score=score, cell=cell, d_model=d_model, layers=layers, heads=heads, ff=ff,
+        encoder_layers=encoder_layers, decoder_layers=decoder_layers,
+    )  # fmt: skip
+    model_config = architecture_config(arch, preset, dropout, options)
     config = TrainConfig(
         corpus=corpus,
         src=src,
@@ -165,23 +175,27 @@ def train(
     display.training_done(run, final)
 
 
-def architecture_config(arch: str, preset: str, attention, score, cell, dropout: float):
-    """The model config the options describe; an option the architecture does not have is an
-    error, never silently ignored."""
+def architecture_config(arch: str, preset: str, dropout: float, options: dict[str, object]):
+    """The model config the options describe: the preset's shape, with the model options given
+    (those not None) set over it. An option the architecture does not have is an error, never
+    silently ignored."""
     from seq2seq.models.registry import ARCHITECTURES, preset_config
 
     if arch not in ARCHITECTURES:
         raise typer.BadParameter(f"{arch!r} is not one of {', '.join(ARCHITECTURES)}", param_hint="--arch")
-    presets = ARCHITECTURES[arch].presets
-    if preset not in presets:
-        raise typer.BadParameter(f"{preset!r} is not one of {', '.join(presets)}", param_hint="--preset")
-    given = {k: v for k, v in {"attention": attention, "score": score, "cell": cell}.items() if v is not None}
-    if arch == "transformer" and given:
+    architecture = ARCHITECTURES[arch]
+    if preset not in architecture.presets:
         raise typer.BadParameter(
-            f"{', '.join(f'--{k}' for k in given)} is for --arch rnn", param_hint="--arch"
+            f"{preset!r} is not one of {', '.join(architecture.presets)}", param_hint="--preset"
         )
+    given = {name: value for name, value in options.items() if value is not None}
+    if foreign := [name for name in given if name not in architecture.options]:
+        flags = ", ".join(f"--{name.replace('_', '-')}" for name in foreign)
+        verb = "is not an option" if len(foreign) == 1 else "are not options"
+        raise typer.BadParameter(f"{flags} {verb} of --arch {arch}", param_hint="--arch")
+    fields = {architecture.options[name]: value for name, value in given.items()}
     try:
-        return preset_config(arch, preset, dropout=dropout, **given)
+        return preset_config(arch, preset, dropout=dropout, **fields)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
 

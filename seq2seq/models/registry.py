@@ -19,12 +19,22 @@ class Architecture:
     config: type  # the dataclass config.json's "model" section holds
     model: Callable[..., Seq2SeqModel]  # built from that config
     presets: dict[str, dict]  # preset name -> the config fields it sets
+    options: dict[str, str]  # `seq2seq train` option (beyond --preset, --dropout) -> the field it sets
+
+
+TRANSFORMER_OPTIONS = dict(
+    d_model="d_model", heads="n_heads", ff="d_ff", encoder_layers="n_encoder_layers",
+    decoder_layers="n_decoder_layers",
+)  # fmt: skip
+RNN_OPTIONS = dict(d_model="d_model", layers="n_layers", cell="cell", attention="attention", score="score")
 
 
 ARCHITECTURES = {
-    "transformer": Architecture(TransformerConfig, Transformer, transformer.PRESETS),
-    "rnn": Architecture(RNNConfig, RNN, rnn.PRESETS),
+    "transformer": Architecture(TransformerConfig, Transformer, transformer.PRESETS, TRANSFORMER_OPTIONS),
+    "rnn": Architecture(RNNConfig, RNN, rnn.PRESETS, RNN_OPTIONS),
 }
+# every architecture's model options, which a resumed run must honour or refuse
+ARCHITECTURE_OPTIONS = tuple(dict.fromkeys(name for a in ARCHITECTURES.values() for name in a.options))
 
 
 def build_model(cfg: ModelConfig) -> Seq2SeqModel:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import from_json
-from seq2seq.models.registry import ARCHITECTURES, ModelConfig
+from seq2seq.models.registry import ARCHITECTURE_OPTIONS, ARCHITECTURES, ModelConfig
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import ADDED_SINCE, LIMITS, TrainConfig
 
 # `seq2seq train` options that describe the model: a resumed run keeps the one it has.
-MODEL_OPTIONS = ("preset", "arch", "attention", "score", "cell", "dropout")
+MODEL_OPTIONS = ("preset", "arch", "dropout", *ARCHITECTURE_OPTIONS)
 
 
 @dataclass
@@ -101,9 +101,10 @@ def check_typed_options(run_dir: Path, typed: dict[str, object]) -> list[str]:
     model = ckpt.model_config(ckpt.load_config(run_dir))
     for name in [n for n in MODEL_OPTIONS if n in typed]:
         if not _same_model(model, name, typed[name]):
+            option = f"--{name.replace('_', '-')} {typed[name]}"
             raise Seq2SeqError(
-                f"{run_dir} holds another model than --{name} {typed[name]} describes; a resumed run keeps "
-                "its model (start a new --run to change it)"
+                f"{run_dir} holds another model than {option} describes; a resumed run keeps its model "
+                "(start a new --run to change it)"
             )
     return []
 
@@ -112,7 +113,8 @@ def _same_model(model: ModelConfig, name: str, value: object) -> bool:
     if name == "preset":  # the shape that preset gives the run's own architecture
         shape = ARCHITECTURES[model.arch].presets.get(value)
         return shape is not None and all(getattr(model, k) == v for k, v in shape.items())
-    return getattr(model, name, None) == value
+    field = ARCHITECTURES[model.arch].options.get(name, name)  # --heads sets n_heads
+    return getattr(model, field, None) == value
 
 
 def _vocabulary_notices(run_dir: Path, typed: dict[str, object]) -> list[str]:
