@@ -112,7 +112,7 @@ def test_shape_options_set_the_model_over_the_preset(cli, tmp_path):
     fields = ("d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers")
     assert tuple(model[f] for f in fields) == tuple(shape.values())
     assert model["vocab_size"] <= 60 and model["max_positions"] == 256  # the rest is tiny's
-    assert check_typed_options(run, shape) == []  # typed again, they are the run's own
+    assert check_typed_options(run, shape | {"preset": "tiny"}) == []  # typed again: the run's own
     with pytest.raises(Seq2SeqError, match="another model than --encoder-layers 2"):
         check_typed_options(run, {"encoder_layers": 2})
 

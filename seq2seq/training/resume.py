@@ -13,8 +13,9 @@ from seq2seq.models.registry import ARCHITECTURE_OPTIONS, ARCHITECTURES, ModelCo
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import ADDED_SINCE, LIMITS, TrainConfig
 
-# `seq2seq train` options that describe the model: a resumed run keeps the one it has.
-MODEL_OPTIONS = ("preset", "arch", "dropout", *ARCHITECTURE_OPTIONS)
+# `seq2seq train` options that describe the model: a resumed run keeps the one it has. The preset
+# comes last, so that a refusal names the shape option that differs rather than the preset under it.
+MODEL_OPTIONS = ("arch", "dropout", *ARCHITECTURE_OPTIONS, "preset")
 
 
 @dataclass
@@ -100,7 +101,7 @@ def check_typed_options(run_dir: Path, typed: dict[str, object]) -> list[str]:
             )
     model = ckpt.model_config(ckpt.load_config(run_dir))
     for name in [n for n in MODEL_OPTIONS if n in typed]:
-        if not _same_model(model, name, typed[name]):
+        if not _same_model(model, name, typed):
             option = f"--{name.replace('_', '-')} {typed[name]}"
             raise Seq2SeqError(
                 f"{run_dir} holds another model than {option} describes; a resumed run keeps its model "
@@ -109,12 +110,17 @@ def check_typed_options(run_dir: Path, typed: dict[str, object]) -> list[str]:
     return []
 
 
-def _same_model(model: ModelConfig, name: str, value: object) -> bool:
-    if name == "preset":  # the shape that preset gives the run's own architecture
-        shape = ARCHITECTURES[model.arch].presets.get(value)
-        return shape is not None and all(getattr(model, k) == v for k, v in shape.items())
-    field = ARCHITECTURES[model.arch].options.get(name, name)  # --heads sets n_heads
-    return getattr(model, field, None) == value
+def _same_model(model: ModelConfig, name: str, typed: dict[str, object]) -> bool:
+    """Whether the typed option `name` describes the run's model. A preset is the shape it gives the
+    run's own architecture with the typed shape options over it (`--preset small --heads 8`)."""
+    options = ARCHITECTURES[model.arch].options  # --heads sets n_heads
+    if name == "preset":
+        shape = ARCHITECTURES[model.arch].presets.get(typed[name])
+        if shape is None:
+            return False
+        shape = shape | {options[n]: value for n, value in typed.items() if n in options}
+        return all(getattr(model, k) == v for k, v in shape.items())
+    return getattr(model, options.get(name, name), None) == typed[name]
 
 
 def _vocabulary_notices(run_dir: Path, typed: dict[str, object]) -> list[str]:
