@@ -66,6 +66,7 @@ def train(
     run: Path | None = RUN,
     preset: str = typer.Option("small", help="Model shape: tiny, small or base (transformer)."),
     arch: str = typer.Option("transformer", "--arch", help="transformer or rnn."),
+    # the model options, read through ctx.params by the names the architectures' OPTIONS give them
     attention: str | None = typer.Option(None, help="rnn: bahdanau (additive; default) or luong."),
     score: str | None = typer.Option(None, help="rnn with luong attention: general (default) or dot."),
     cell: str | None = typer.Option(None, help="rnn: gru (default) or lstm."),
@@ -133,14 +134,12 @@ def train(
     fp32: bool = typer.Option(False, "--fp32", help="No bf16 autocast, even where it is fast."),
 ):
     """Train a model (and its tokenizer); rerunning resumes from the run's last checkpoint."""
+    from seq2seq.models.registry import ARCHITECTURE_OPTIONS
     from seq2seq.training.distributed import is_main_process
     from seq2seq.training.resume import check_typed_options
     from seq2seq.training.train import train as train_run
 
-    options = dict(
-        attention=attention, score=score, cell=cell, d_model=d_model, layers=layers, heads=heads, ff=ff,
-        encoder_layers=encoder_layers, decoder_layers=decoder_layers,
-    )  # fmt: skip
+    options = {name: ctx.params[name] for name in ARCHITECTURE_OPTIONS}  # those the registry names
     model_config = architecture_config(arch, preset, dropout, options)
     config = TrainConfig(
         corpus=corpus,

@@ -1,6 +1,6 @@
 """The architectures by name: what a config.json's "arch" and `seq2seq train --arch` refer to. A new
-architecture is one `Seq2SeqModel` subclass, its config dataclass, its presets and one line here;
-`tests/test_protocol.py` then checks it like the others."""
+architecture is one `Seq2SeqModel` subclass, its config dataclass, its presets and `train` options
+and one line here; `tests/test_protocol.py` then checks it like the others."""
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
@@ -22,16 +22,9 @@ class Architecture:
     options: dict[str, str]  # `seq2seq train` option (beyond --preset, --dropout) -> the field it sets
 
 
-TRANSFORMER_OPTIONS = dict(
-    d_model="d_model", heads="n_heads", ff="d_ff", encoder_layers="n_encoder_layers",
-    decoder_layers="n_decoder_layers",
-)  # fmt: skip
-RNN_OPTIONS = dict(d_model="d_model", layers="n_layers", cell="cell", attention="attention", score="score")
-
-
 ARCHITECTURES = {
-    "transformer": Architecture(TransformerConfig, Transformer, transformer.PRESETS, TRANSFORMER_OPTIONS),
-    "rnn": Architecture(RNNConfig, RNN, rnn.PRESETS, RNN_OPTIONS),
+    "transformer": Architecture(TransformerConfig, Transformer, transformer.PRESETS, transformer.OPTIONS),
+    "rnn": Architecture(RNNConfig, RNN, rnn.PRESETS, rnn.OPTIONS),
 }
 # every architecture's model options, which a resumed run must honour or refuse
 ARCHITECTURE_OPTIONS = tuple(dict.fromkeys(name for a in ARCHITECTURES.values() for name in a.options))

@@ -43,6 +43,11 @@ PRESETS = {
     "small": dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024),
     "base": dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048),
 }
+# `seq2seq train` options that set one field over the preset -> that field
+OPTIONS = dict(
+    d_model="d_model", heads="n_heads", ff="d_ff", encoder_layers="n_encoder_layers",
+    decoder_layers="n_decoder_layers",
+)  # fmt: skip
 
 
 class Attention(nn.Module):

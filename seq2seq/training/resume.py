@@ -113,9 +113,10 @@ def check_typed_options(run_dir: Path, typed: dict[str, object]) -> list[str]:
 def _same_model(model: ModelConfig, name: str, typed: dict[str, object]) -> bool:
     """Whether the typed option `name` describes the run's model. A preset is the shape it gives the
     run's own architecture with the typed shape options over it (`--preset small --heads 8`)."""
-    options = ARCHITECTURES[model.arch].options  # --heads sets n_heads
+    architecture = ARCHITECTURES[model.arch]
+    options = architecture.options  # --heads sets n_heads
     if name == "preset":
-        shape = ARCHITECTURES[model.arch].presets.get(typed[name])
+        shape = architecture.presets.get(typed[name])
         if shape is None:
             return False
         shape = shape | {options[n]: value for n, value in typed.items() if n in options}
