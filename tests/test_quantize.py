@@ -101,6 +101,15 @@ def test_translate_and_evaluate_with_quantize_int8(make, cli, tmp_path):
     assert result.code == 0 and '"bleu"' in result.out, result.err
 
 
+def test_quantize_int8_on_auto_decodes_on_the_cpu_where_a_gpu_is_seen(cli, tmp_path, monkeypatch):
+    """On a machine with a GPU, `--device auto` picks it, and int8 runs on the CPU only: asked for
+    int8, auto means the CPU (on a GPU machine this refused with "add --device cpu")."""
+    run = write_run(tmp_path / "run", lambda v: tiny_model(vocab_size=v, seed=6))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    result = cli("translate", "--run", run, "--greedy", "--quantize", "int8", *EN)
+    assert result.code == 0 and len(result.out.splitlines()) == len(EN), result.err
+
+
 @pytest.mark.parametrize(
     "args,message",
     [

@@ -143,13 +143,13 @@ def test_bad_train_options_and_corpora(cli, tmp_path):
         (["--preset", "huge"], "'huge' is not one of tiny, small, base"),
         (["--src", "en", "--tgt", "xx"], "no language 'xx'"),
         (["--data-dir", tmp_path / "missing"], "does not exist"),
-        (["--subword-alpha", "1.5"], "'--subword-alpha': Input should be less than or equal to 1"),
+        (["--subword-alpha", "1.5"], "'--subword-alpha'"),
         (["--subword-alpha", "nan"], "'--subword-alpha'"),
-        (["--label-smoothing", "-0.1"], "'--label-smoothing': Input should be greater than or equal to 0"),
-    ]
+        (["--label-smoothing", "-0.1"], "'--label-smoothing'"),
+    ]  # a range error's wording is Typer's, and changes between its versions: the option is named
     for args, message in cases:
         result = cli("train", "--data-dir", data, "--run", tmp_path / "run", *args)
-        assert result.code == 2 and message in result.err, result.err
+        assert result.code == 2 and message in result.err and len(result.err.splitlines()) == 1, result.err
     (data / "train.en.gz").write_bytes(b"")
     result = cli("train", "--data-dir", data, "--run", tmp_path / "run")
     assert result.code == 2 and "train.en.gz is empty" in result.err, result.err

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from seq2seq.decoding.search import DecodeOptions
 from seq2seq.training import loop as loop_module
 from seq2seq.training.checkpoint import read_metrics
 from seq2seq.training.config import TrainConfig
@@ -89,3 +90,29 @@ def test_a_time_budgets_progress_never_goes_back_and_ends_near_one(tmp_path, mon
     train(tmp_path / "run", replace(config, max_minutes=0.5, cooldown=0.5), model_cfg)
     assert len(seen) > 12 and seen == sorted(seen)
     assert seen[-1] > 0.9
+
+
+def test_the_first_validation_estimate_scales_by_batches_after_a_warm_up(monkeypatch):
+    """On a GPU a batch of validation sentences costs about the same whatever its size, and the
+    first call pays for setting up kernels: on a clock where every call costs 1 s, and the first
+    costs 60 s more, 130 sentences in batches of 64 are estimated at 3 batches, 3 s (scaled by
+    sentences from a small sample, that was 60 s and more: a short budget on a GPU ran no step)."""
+    clock = SimpleNamespace(now=0.0)
+    monkeypatch.setattr(loop_module, "time", SimpleNamespace(perf_counter=lambda: clock.now))
+    sizes = []
+
+    def timed_evaluate(model, tokenizer, pairs, options):
+        clock.now += 1.0 + (60.0 if not sizes else 0.0)
+        sizes.append(len(pairs))
+
+    monkeypatch.setattr(loop_module, "evaluate", timed_evaluate)
+    loop = SimpleNamespace(
+        val_pairs=[("a", "b")] * 130,
+        val_options=DecodeOptions(beam=1, batch_size=64),
+        model=SimpleNamespace(eval=lambda: None),
+        tokenizer=None,
+    )
+    assert Loop._validation_estimate(loop, SimpleNamespace(validation_seconds=0.0)) == 3.0
+    assert sizes == [1, 64]
+    assert Loop._validation_estimate(loop, SimpleNamespace(validation_seconds=7.5)) == 7.5  # measured
+    assert sizes == [1, 64]

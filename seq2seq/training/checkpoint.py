@@ -82,6 +82,8 @@ def load_run(
     `device` may be "auto"; `quantize="int8"` gives the int8 decoder (`models/quantize.py`);
     `packed` the fp32 decoder on packed GEMMs where they are faster here (`models/packed.py`)."""
     run_dir = Path(run_dir)
+    if quantize is not None and device == "auto":
+        device = "cpu"  # int8 decoding runs on the CPU only: there "auto" means the CPU, GPU or not
     if isinstance(device, str) and device in ("auto", "cpu", "cuda"):
         device = resolve_device(device)
     cfg = model_config(load_config(run_dir))

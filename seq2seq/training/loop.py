@@ -116,17 +116,21 @@ class Loop:
 
     def _validation_estimate(self, state: TrainingState) -> float:
         """What the final validation will cost, so a time budget leaves room for it: the last one
-        measured (kept in the training state), or before any, the first 16 validation sentences
-        decoded and scaled to all (an untrained model decodes to the length limit: this errs long)."""
+        measured (kept in the training state), or before any, one batch of validation sentences
+        decoded and scaled by the number of batches (an untrained model decodes to the length
+        limit: this errs long). By batches, not sentences: on a GPU a batch costs about the same
+        whatever its size, and the first call sets up kernels, so it is warmed up untimed."""
         if state.validation_seconds:
             return state.validation_seconds
-        sample = self.val_pairs[:16]  # none on ranks other than 0: they leave time to rank 0
-        if not sample:
+        sample = self.val_pairs[: self.val_options.batch_size]  # none on ranks other than 0: they
+        if not sample:  # leave the time to rank 0
             return 0.0
         self.model.eval()
+        evaluate(self.model, self.tokenizer, sample[:1], self.val_options)
         tick = time.perf_counter()
         evaluate(self.model, self.tokenizer, sample, self.val_options)
-        return (time.perf_counter() - tick) * len(self.val_pairs) / len(sample)
+        batches = -(-len(self.val_pairs) // len(sample))
+        return (time.perf_counter() - tick) * batches
 
     def _stop_reason(
         self, state, start_time, still_to_pay: float, should_stop, n_batches: int
