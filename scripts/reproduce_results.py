@@ -3,8 +3,10 @@
     python scripts/reproduce_results.py --data-dir ../shared/corpora/multi30k
     python scripts/reproduce_results.py --data-dir ../shared/corpora/multi30k --pairs en-fr --minutes 50
     python scripts/reproduce_results.py --pairs en-fr --entry en-fr-avx2 --data-dir ...  # a second CPU
+    python scripts/reproduce_results.py --tag avx2 --data-dir ...  # every pair again, beside the first
     python scripts/reproduce_results.py --pairs en-fr --entry en-fr-cool --data-dir ... --train --cooldown 0.2
     python scripts/reproduce_results.py --table      # the table again, from docs/results.json alone
+    python scripts/reproduce_results.py --table en-fr-avx2 en-de-avx2   # of those entries only
 
 Each pair trains with the default recipe (`seq2seq train --max-minutes 50`, the `small` preset)
 into runs/multi30k-<src>-<tgt>; an existing run resumes instead of starting over, and
@@ -15,7 +17,8 @@ What it produced goes into docs/results.json, kept in the repository: per pair t
 every metrics.jsonl row, the test scores with the sacreBLEU signature, example translations, and
 the provenance (commit, date, CPU model and flags, torch). A pair rerun replaces its own entry
 only; `--entry NAME` keeps a second run of one pair (on another CPU, or with a lever: the options
-after `--train` are added to the recipe's command) beside the first. The markdown
+after `--train` are added to the recipe's command) beside the first, and `--tag TAG` a second run of
+every pair asked for, as `<pair>-TAG`. The markdown
 table in docs/results.md is printed from that file, so it never outlives its evidence.
 """
 
@@ -87,8 +90,24 @@ def reproduce(
     }
 
 
-def table(results: dict) -> str:
-    """The markdown table of docs/results.md, from the results file alone."""
+def entry_names(pairs: list[str], entry: str | None, tag: str | None) -> list[str]:
+    """The results entry (and run, `runs/multi30k-<name>`) of each pair: the pair itself, or
+    `--entry`'s name for one pair, or `<pair>-<tag>` for each."""
+    if entry and tag:
+        raise ValueError("--entry and --tag are two ways to name entries; choose one")
+    if entry and len(pairs) != 1:
+        raise ValueError("--entry names the entry of one pair; --tag names one for each")
+    return [entry] if entry else [f"{pair}-{tag}" if tag else pair for pair in pairs]
+
+
+def table(results: dict, names: list[str] | None = None) -> str:
+    """The markdown table of docs/results.md, from the results file alone: of the entries named,
+    in that order, or of every entry."""
+    if names:
+        missing = [name for name in names if name not in results]
+        if missing:
+            raise ValueError(f"no entry {', '.join(missing)} in {RESULTS.name}")
+        results = {name: results[name] for name in names}
     lines = [
         "| pair | test set | greedy BLEU / chrF | beam 5 BLEU / chrF | train minutes | steps | "
         "best val BLEU (greedy) | CPU |",
@@ -122,26 +141,38 @@ def main() -> None:
     p.add_argument("--minutes", type=float, default=50)
     p.add_argument("--skip-training", action="store_true")
     p.add_argument("--entry", help="with one pair: the results entry and run (default: the pair)")
+    p.add_argument("--tag", help="every pair's entry and run as <pair>-TAG, beside the pair's own")
     p.add_argument(
         "--train",
         nargs=argparse.REMAINDER,
         default=[],
         help="the rest: `seq2seq train` options besides the default recipe (a lever), e.g. --cooldown 0.2",
     )
-    p.add_argument("--table", action="store_true", help="only print the table from docs/results.json")
+    p.add_argument(
+        "--table",
+        nargs="*",
+        metavar="ENTRY",
+        help="only print the table from docs/results.json (of those entries)",
+    )
     args = p.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
-    if not args.table:
-        if not args.data_dir:
-            p.error("--data-dir is required unless --table")
-        if args.entry and len(args.pairs) != 1:
-            p.error("--entry names the entry of one pair")
-        for pair in args.pairs:
-            name = args.entry or pair
-            run = Path("runs") / f"multi30k-{name}"
-            results[name] = reproduce(pair, run, args.data_dir, args.minutes, args.skip_training, args.train)
-            write_atomic(RESULTS, (json.dumps(results, indent=1) + "\n").encode())
-    print(table(results))
+    if args.table is not None:
+        try:
+            print(table(results, args.table))
+        except ValueError as error:
+            p.error(str(error))
+        return
+    if not args.data_dir:
+        p.error("--data-dir is required unless --table")
+    try:
+        names = entry_names(args.pairs, args.entry, args.tag)
+    except ValueError as error:
+        p.error(str(error))
+    for pair, name in zip(args.pairs, names, strict=True):
+        run = Path("runs") / f"multi30k-{name}"
+        results[name] = reproduce(pair, run, args.data_dir, args.minutes, args.skip_training, args.train)
+        write_atomic(RESULTS, (json.dumps(results, indent=1) + "\n").encode())
+    print(table(results, names))
 
 
 if __name__ == "__main__":

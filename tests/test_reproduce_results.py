@@ -1,0 +1,49 @@
+"""scripts/reproduce_results.py names its entries and prints the README's table from the results
+file alone: what its options name, and that the table holds the entries asked for, in that order."""
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+@pytest.fixture
+def script(monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPTS))  # the script imports its neighbour machine.py
+    yield importlib.import_module("reproduce_results")
+    sys.modules.pop("reproduce_results", None)
+
+
+def entry(pair: str, bleu: float) -> dict:
+    scores = {"bleu": bleu, "chrf": 70.0, "bleu_signature": "nrefs:1|tok:13a"}
+    row = {"step": 10, "epoch": 1, "val_bleu": bleu - 1, "elapsed_s": 3000.0}
+    return {
+        "pair": pair,
+        "cpu": "test CPU",
+        "metrics": [row],
+        "test": {"test_2016_flickr": {"greedy": scores, "beam5": scores}},
+        "examples": {"A cat.": f"{pair} cat"},
+    }
+
+
+def test_entries_are_the_pairs_or_one_entry_or_each_pair_tagged(script):
+    assert script.entry_names(["en-fr", "en-de"], None, None) == ["en-fr", "en-de"]
+    assert script.entry_names(["en-fr"], "en-fr-avx2", None) == ["en-fr-avx2"]
+    assert script.entry_names(["en-fr", "en-cs"], None, "avx2") == ["en-fr-avx2", "en-cs-avx2"]
+    with pytest.raises(ValueError, match="one pair"):
+        script.entry_names(["en-fr", "en-de"], "x", None)
+    with pytest.raises(ValueError, match="choose one"):
+        script.entry_names(["en-fr"], "x", "avx2")
+
+
+def test_the_table_holds_the_entries_named_in_their_order(script):
+    results = {"en-fr": entry("en-fr", 59.8), "en-de-avx2": entry("en-de", 38.1), "x": entry("en-cs", 1.0)}
+    rows = [line for line in script.table(results, ["en-de-avx2", "en-fr"]).splitlines() if "| en->" in line]
+    assert [row.split("|")[1].strip() for row in rows] == ["en->de", "en->fr"]
+    assert "38.1 / 70.0" in rows[0] and "59.8 / 70.0" in rows[1]
+    assert len(script.table(results).splitlines()) > len(script.table(results, ["x"]).splitlines())
+    with pytest.raises(ValueError, match="no entry en-fr-avx2"):
+        script.table(results, ["en-fr-avx2"])
