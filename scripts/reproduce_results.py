@@ -18,7 +18,7 @@ every metrics.jsonl row, the test scores with the sacreBLEU signature, example t
 the provenance (commit, date, CPU model and flags, torch). A pair rerun replaces its own entry
 only; `--entry NAME` keeps a second run of one pair (on another CPU, or with a lever: the options
 after `--train` are added to the recipe's command) beside the first, and `--tag TAG` a second run of
-every pair asked for, as `<pair>-TAG`. The markdown
+every pair asked for, as `<pair>-TAG`; a run ends by printing the table of the entries it wrote. The markdown
 table in docs/results.md is printed from that file, so it never outlives its evidence.
 """
 
@@ -38,6 +38,7 @@ from seq2seq.data.corpus import MULTI30K_LANGS
 from seq2seq.training.checkpoint import load_config, read_metrics
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results.json"
+PAIRS = ["en-fr", "en-de", "en-cs"]
 SPLITS = ("test_2016_flickr", "test_2017_flickr")
 SEARCHES = {"greedy": ["--greedy"], "beam5": ["--beam", "5"]}
 EXAMPLES = [
@@ -93,10 +94,13 @@ def reproduce(
 def entry_names(pairs: list[str], entry: str | None, tag: str | None) -> list[str]:
     """The results entry (and run, `runs/multi30k-<name>`) of each pair: the pair itself, or
     `--entry`'s name for one pair, or `<pair>-<tag>` for each."""
-    if entry and tag:
+    if entry is not None and tag is not None:
         raise ValueError("--entry and --tag are two ways to name entries; choose one")
-    if entry and len(pairs) != 1:
+    if entry is not None and len(pairs) != 1:
         raise ValueError("--entry names the entry of one pair; --tag names one for each")
+    for name in (n for n in (entry, tag) if n is not None):
+        if not name or "/" in name:
+            raise ValueError(f"{name!r} cannot name an entry and its run directory")
     return [entry] if entry else [f"{pair}-{tag}" if tag else pair for pair in pairs]
 
 
@@ -134,10 +138,10 @@ def table(results: dict, names: list[str] | None = None) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--data-dir")
-    p.add_argument("--pairs", nargs="+", default=["en-fr", "en-de", "en-cs"])
+    p.add_argument("--pairs", nargs="+", help="default: " + " ".join(PAIRS))
     p.add_argument("--minutes", type=float, default=50)
     p.add_argument("--skip-training", action="store_true")
     p.add_argument("--entry", help="with one pair: the results entry and run (default: the pair)")
@@ -154,21 +158,26 @@ def main() -> None:
         metavar="ENTRY",
         help="only print the table from docs/results.json (of those entries)",
     )
-    args = p.parse_args()
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = parser()
+    args = p.parse_args(argv)
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
-    if args.table is not None:
-        try:
-            print(table(results, args.table))
-        except ValueError as error:
-            p.error(str(error))
-        return
-    if not args.data_dir:
-        p.error("--data-dir is required unless --table")
+    pairs = args.pairs or PAIRS
     try:
-        names = entry_names(args.pairs, args.entry, args.tag)
+        if args.table is not None:
+            if any((args.data_dir, args.pairs, args.entry, args.tag, args.train, args.skip_training)):
+                raise ValueError("--table only prints the table; it takes no option of a run")
+            print(table(results, args.table))
+            return
+        if not args.data_dir:
+            raise ValueError("--data-dir is required unless --table")
+        names = entry_names(pairs, args.entry, args.tag)
     except ValueError as error:
         p.error(str(error))
-    for pair, name in zip(args.pairs, names, strict=True):
+    for pair, name in zip(pairs, names, strict=True):
         run = Path("runs") / f"multi30k-{name}"
         results[name] = reproduce(pair, run, args.data_dir, args.minutes, args.skip_training, args.train)
         write_atomic(RESULTS, (json.dumps(results, indent=1) + "\n").encode())

@@ -2,6 +2,7 @@
 file alone: what its options name, and that the table holds the entries asked for, in that order."""
 
 import importlib
+import json
 import sys
 from pathlib import Path
 
@@ -47,3 +48,22 @@ def test_the_table_holds_the_entries_named_in_their_order(script):
     assert len(script.table(results).splitlines()) > len(script.table(results, ["x"]).splitlines())
     with pytest.raises(ValueError, match="no entry en-fr-avx2"):
         script.table(results, ["en-fr-avx2"])
+
+
+def test_table_only_prints_and_refuses_the_options_of_a_run(script, monkeypatch, tmp_path, capsys):
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"en-fr": entry("en-fr", 59.8), "en-de": entry("en-de", 38.1)}))
+    monkeypatch.setattr(script, "RESULTS", results)
+    script.main(["--table", "en-de"])
+    assert "| en->de |" in capsys.readouterr().out
+    for argv, message in [
+        (["--table", "--tag", "avx2"], "takes no option of a run"),
+        (["--table", "en-cs"], "no entry en-cs"),
+        (["--tag", ""], "--data-dir is required"),
+        (["--data-dir", "d", "--tag", "a/b"], "cannot name an entry"),
+        (["--data-dir", "d", "--pairs", "en-fr", "en-de", "--entry", "x"], "one pair"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            script.main(argv)
+        assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert json.loads(results.read_text()).keys() == {"en-fr", "en-de"}  # nothing ran, nothing written

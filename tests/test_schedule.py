@@ -116,3 +116,9 @@ def test_the_first_validation_estimate_scales_by_batches_after_a_warm_up(monkeyp
     assert sizes == [1, 64]
     assert Loop._validation_estimate(loop, SimpleNamespace(validation_seconds=7.5)) == 7.5  # measured
     assert sizes == [1, 64]
+    loop.val_pairs = [("a", "b")] * 10  # fewer than a batch: all of them, once
+    assert Loop._validation_estimate(loop, SimpleNamespace(validation_seconds=0.0)) == 1.0
+    assert sizes == [1, 64, 1, 10]
+    loop.val_pairs = []  # a rank other than 0 validates nothing, and leaves the time to rank 0
+    assert Loop._validation_estimate(loop, SimpleNamespace(validation_seconds=0.0)) == 0.0
+    assert sizes == [1, 64, 1, 10]

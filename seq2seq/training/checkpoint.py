@@ -79,11 +79,12 @@ def load_run(
     packed: bool = False,
 ) -> tuple[Seq2SeqModel, Tokenizer]:
     """(model in eval mode, tokenizer) from a run directory, with every mismatch a clean error;
-    `device` may be "auto"; `quantize="int8"` gives the int8 decoder (`models/quantize.py`);
-    `packed` the fp32 decoder on packed GEMMs where they are faster here (`models/packed.py`)."""
+    `device` may be "auto"; `quantize="int8"` gives the int8 decoder (`models/quantize.py`), which
+    runs on the CPU only, so with it "auto" means the CPU even where a GPU is seen; `packed` the
+    fp32 decoder on packed GEMMs where they are faster here (`models/packed.py`)."""
     run_dir = Path(run_dir)
     if quantize is not None and device == "auto":
-        device = "cpu"  # int8 decoding runs on the CPU only: there "auto" means the CPU, GPU or not
+        device = "cpu"
     if isinstance(device, str) and device in ("auto", "cpu", "cuda"):
         device = resolve_device(device)
     cfg = model_config(load_config(run_dir))

@@ -122,8 +122,9 @@ class Loop:
         whatever its size, and the first call sets up kernels, so it is warmed up untimed."""
         if state.validation_seconds:
             return state.validation_seconds
-        sample = self.val_pairs[: self.val_options.batch_size]  # none on ranks other than 0: they
-        if not sample:  # leave the time to rank 0
+        # none on ranks other than 0: they leave the time to rank 0
+        sample = self.val_pairs[: self.val_options.batch_size]
+        if not sample:
             return 0.0
         self.model.eval()
         evaluate(self.model, self.tokenizer, sample[:1], self.val_options)
