@@ -192,9 +192,8 @@ def architecture_config(arch: str, preset: str, dropout: float, options: dict[st
         flags = ", ".join(f"--{name.replace('_', '-')}" for name in foreign)
         verb = "is not an option" if len(foreign) == 1 else "are not options"
         raise typer.BadParameter(f"{flags} {verb} of --arch {arch}", param_hint="--arch")
-    fields = {architecture.options[name]: value for name, value in given.items()}
     try:
-        return preset_config(arch, preset, dropout=dropout, **fields)
+        return preset_config(arch, preset, dropout=dropout, **architecture.fields(given))
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
 

@@ -21,6 +21,11 @@ class Architecture:
     presets: dict[str, dict]  # preset name -> the config fields it sets
     options: dict[str, str]  # `seq2seq train` option (beyond --preset, --dropout) -> the field it sets
 
+    def fields(self, options: dict[str, object]) -> dict[str, object]:
+        """The config fields that the given train options (those of this architecture, not None)
+        set over a preset: {"heads": 8} -> {"n_heads": 8}."""
+        return {self.options[n]: v for n, v in options.items() if n in self.options and v is not None}
+
 
 ARCHITECTURES = {
     "transformer": Architecture(TransformerConfig, Transformer, transformer.PRESETS, transformer.OPTIONS),

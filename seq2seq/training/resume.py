@@ -119,7 +119,7 @@ def _same_model(model: ModelConfig, name: str, typed: dict[str, object]) -> bool
         shape = architecture.presets.get(typed[name])
         if shape is None:
             return False
-        shape = shape | {options[n]: value for n, value in typed.items() if n in options}
+        shape = shape | architecture.fields(typed)
         return all(getattr(model, k) == v for k, v in shape.items())
     return getattr(model, options.get(name, name), None) == typed[name]
 
