@@ -1,5 +1,6 @@
-"""Pictures: attention maps side by side, and a run's learning curves. The only module that imports
-matplotlib (an optional extra), and it does so when a picture is asked for."""
+"""Pictures: attention maps side by side, a run's learning curves, and runs compared by the minute.
+The only module that imports matplotlib (an optional extra), and it does so when a picture is asked
+for."""
 
 import importlib.util
 import io
@@ -86,6 +87,37 @@ def learning_curves(rows: list[dict], path: Path) -> None:
     bleu.set(xlabel="step", ylabel="BLEU", title="validation BLEU (greedy)")
     for ax in (loss, bleu):
         ax.grid(alpha=0.3)
+    _save(figure, path)
+
+
+def minutes_to_bleu(rows: list[dict], bleu: float) -> float | None:
+    """Training minutes at the first validation that reached `bleu` (None: none did): the
+    quality-per-minute figure, read from metrics.jsonl rather than trusted to memory."""
+    reached = [r for r in rows if not r.get("averaged") and r["val_bleu"] >= bleu]
+    return reached[0]["elapsed_s"] / 60 if reached else None
+
+
+def bleu_by_minutes(runs: dict[str, list[dict]], path: Path, bleu: float = 50.0) -> None:
+    """Validation BLEU against training minutes, one line per run (named by its label), with the
+    minutes each took to reach `bleu` in its label: runs with different step costs compared on the
+    axis a user pays in."""
+    _, Figure = _matplotlib()
+    figure = Figure(figsize=(7, 4.2), layout="constrained")
+    ax = figure.subplots()
+    for label, rows in runs.items():
+        rows = [r for r in rows if not r.get("averaged")]
+        reached = minutes_to_bleu(rows, bleu)
+        when = f"{reached:.1f} min to {bleu:g}" if reached is not None else f"never {bleu:g}"
+        ax.plot(
+            [r["elapsed_s"] / 60 for r in rows],
+            [r["val_bleu"] for r in rows],
+            ".-",
+            label=f"{label} ({when})",
+        )
+    ax.axhline(bleu, color="grey", linestyle="--", linewidth=1)
+    ax.set(xlabel="training minutes", ylabel="BLEU", title="validation BLEU (greedy) against training time")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
     _save(figure, path)
 
 
