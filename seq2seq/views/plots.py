@@ -105,8 +105,8 @@ def bleu_by_minutes(runs: dict[str, list[dict]], path: Path, bleu: float = 50.0)
     figure = Figure(figsize=(7, 4.2), layout="constrained")
     ax = figure.subplots()
     for label, rows in runs.items():
-        rows = [r for r in rows if not r.get("averaged")]
         reached = minutes_to_bleu(rows, bleu)
+        rows = [r for r in rows if not r.get("averaged")]  # the averaged weights have no time of their own
         when = f"{reached:.1f} min to {bleu:g}" if reached is not None else f"never {bleu:g}"
         ax.plot(
             [r["elapsed_s"] / 60 for r in rows],
