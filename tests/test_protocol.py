@@ -100,6 +100,23 @@ def test_every_registered_architecture_is_a_seq2seq_model_and_is_tested():
         assert set(ARCHITECTURES[arch].options.values()) <= settable  # what `train --heads` etc. set
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_set_dropout_reaches_every_dropout_of_the_model(variant):
+    """What late dropout relies on: at rate 0 a training-mode pass is the evaluation pass, which
+    it is not while any dropout (attention weights, residuals, between recurrent layers) is left."""
+    arch, options = VARIANTS[variant]
+    torch.manual_seed(0)
+    model = build_model(preset_config(arch, "small", **(SMALL | dict(dropout=0.5)), **options))
+    src, tgt = sources(), targets(2)
+    with torch.no_grad():
+        plain = model.eval()(src, tgt)
+        assert not torch.allclose(model.train()(src, tgt), plain)
+        model.set_dropout(0.0)
+        torch.testing.assert_close(model(src, tgt), plain)
+        model.set_dropout(0.5)
+        assert not torch.allclose(model(src, tgt), plain)
+
+
 @pytest.mark.parametrize("use_cache", [True, False])
 def test_steps_reproduce_the_teacher_forced_pass(name, use_cache):
     model, src, tgt = make(name), sources(), targets(1)

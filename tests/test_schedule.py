@@ -6,13 +6,14 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.training import loop as loop_module
 from seq2seq.training.checkpoint import read_metrics
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.loop import Loop
-from seq2seq.training.schedule import budget_progress, lr_schedule
+from seq2seq.training.schedule import budget_progress, dropout_at, lr_schedule
 from seq2seq.training.train import train
 from tests.test_train import REVERSE_MODEL, write_reversal_task
 
@@ -40,6 +41,40 @@ def test_budget_progress_is_the_largest_share_of_any_limit():
     assert budget_progress(replace(cfg, max_steps=200, epochs=3), 50, 1.5, 60.0) == 0.5
     assert budget_progress(replace(cfg, max_steps=200, max_minutes=1.25), 50, 1.5, 60.0) == 0.8
     assert budget_progress(replace(cfg, max_minutes=0.5), 50, 1.5, 60.0) == 1.0  # over: capped
+
+
+def test_late_dropout_rises_linearly_by_the_epoch_from_the_models_own():
+    late = TrainConfig(late_dropout=0.3, late_dropout_from=10, late_dropout_over=10)
+    assert dropout_at(TrainConfig(), 0.1, epochs_done=40.0) == 0.1  # off by default
+    assert dropout_at(late, 0.1, epochs_done=9.5) == 0.1
+    assert dropout_at(late, 0.1, epochs_done=15.0) == pytest.approx(0.2)
+    assert dropout_at(late, 0.1, epochs_done=20.0) == pytest.approx(0.3)
+    assert dropout_at(late, 0.1, epochs_done=43.0) == pytest.approx(0.3)
+    assert dropout_at(replace(late, late_dropout_over=0), 0.1, epochs_done=10.0) == pytest.approx(0.3)
+
+
+def test_a_run_with_late_dropout_trains_each_step_at_the_scheduled_rate(tmp_path, monkeypatch):
+    """The model's dropout modules hold, at every step, the rate the epoch's progress gives."""
+    corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)
+    config = TrainConfig(
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=4, device="cpu",
+        subword_alpha=0.0, epochs=3, late_dropout=0.3, late_dropout_from=1, late_dropout_over=1,
+    )  # fmt: skip
+    step, seen = Loop._train_step, []
+
+    def watched_step(self, batch, number, weight, progress):
+        seen.append({m.p for m in self.model.modules() if isinstance(m, torch.nn.Dropout)})
+        return step(self, batch, number, weight, progress)
+
+    monkeypatch.setattr(Loop, "_train_step", watched_step)
+    train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.1))
+    assert len(seen) == 18 and all(len(rates) == 1 for rates in seen)  # 6 steps an epoch, one rate
+    rates = [rates.pop() for rates in seen]
+    assert rates[:7] == [0.1] * 7  # epoch 0, and epoch 1's first step (1.0 epochs done)
+    assert rates[7:12] == pytest.approx([0.1 + 0.2 * k / 6 for k in range(1, 6)])
+    assert rates[12:] == pytest.approx([0.3] * 6)
+    rows = [row for row in read_metrics(tmp_path / "run") if not row.get("averaged")]
+    assert [row["dropout"] for row in rows] == pytest.approx([0.1, 0.1 + 0.2 * 5 / 6, 0.3])
 
 
 def test_a_run_with_a_cooldown_ends_its_budget_near_a_zero_learning_rate(tmp_path):

@@ -95,6 +95,20 @@ def train(
         "a time budget is this invocation's, so a resumed run cools down at the end of its own.",
     ),
     dropout: float = typer.Option(0.1, min=0.0, max=0.9, callback=finite, help="Dropout."),
+    late_dropout: float = typer.Option(
+        RECIPE.late_dropout,
+        min=0.0,
+        max=0.9,
+        callback=finite,
+        help="Late dropout: raise the dropout to this once the run has seen --late-dropout-from epochs, "
+        "linearly over --late-dropout-over epochs (0: off); for budgets that buy many epochs.",
+    ),
+    late_dropout_from: float = typer.Option(
+        RECIPE.late_dropout_from, min=0.0, callback=finite, help="The epoch late dropout starts rising."
+    ),
+    late_dropout_over: float = typer.Option(
+        RECIPE.late_dropout_over, min=0.0, callback=finite, help="Epochs late dropout takes to rise."
+    ),
     label_smoothing: float = typer.Option(
         RECIPE.label_smoothing,
         min=0.0,
@@ -152,6 +166,9 @@ def train(
         cooldown=cooldown,
         label_smoothing=label_smoothing,
         subword_alpha=subword_alpha,
+        late_dropout=late_dropout,
+        late_dropout_from=late_dropout_from,
+        late_dropout_over=late_dropout_over,
         epochs=epochs if epochs is not None else (None if max_minutes else RECIPE.epochs),
         max_steps=max_steps,
         max_minutes=max_minutes,

@@ -121,6 +121,16 @@ class Seq2SeqModel(nn.Module, ABC):
         self.decode_all(tgt_in, memory, src_mask, record)
         return {kind: torch.stack(layers, dim=1) for kind, layers in vars(record).items() if layers}
 
+    def set_dropout(self, p: float) -> None:
+        """Every dropout of the model to `p`, in place: training raises it late in a long run
+        (TrainConfig.late_dropout). An architecture's dropout lives in `nn.Dropout` modules and in
+        its recurrent layers' own dropout between layers, so no architecture writes this."""
+        for module in self.modules():
+            if isinstance(module, nn.Dropout):
+                module.p = p
+            elif isinstance(module, nn.RNNBase) and module.num_layers > 1:
+                module.dropout = p
+
     def init_cache(self, memory: Tensor, src_mask: Tensor, max_len: int, use_cache: bool = True) -> Cache:
         """The decoding state search starts from: cached, or the prefix alone (`use_cache=False`)."""
         return self.start_cache(memory, src_mask, max_len) if use_cache else PrefixCache(memory, src_mask)

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from seq2seq.data.special import PAD_ID
 from seq2seq.models.cache import DecoderCache
-from seq2seq.models.dropout import Dropout, dropout
+from seq2seq.models.dropout import Dropout
 from seq2seq.models.positions import init_weights, sinusoids
 from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
 
@@ -57,7 +57,7 @@ class Attention(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, cross: bool):
         super().__init__()
-        self.n_heads, self.dropout = cfg.n_heads, cfg.dropout
+        self.n_heads, self.drop = cfg.n_heads, Dropout(cfg.dropout)  # on the weights; set_dropout reaches it
         if cross:
             self.q = nn.Linear(cfg.d_model, cfg.d_model)
             self.kv = nn.Linear(cfg.d_model, 2 * cfg.d_model)
@@ -95,11 +95,11 @@ class Attention(nn.Module):
             if record is not None:
                 record.append(w)
             y = w @ v
-        elif self.training and self.dropout > 0 and q.device.type == "cpu":
+        elif self.training and self.drop.p > 0 and q.device.type == "cpu":
             # what SDPA computes with dropout on a CPU (its math path), but with the cheap mask
-            y = dropout(self.weights(q, k, mask, causal), self.dropout, training=True) @ v
+            y = self.drop(self.weights(q, k, mask, causal)) @ v
         else:
-            p = self.dropout if self.training else 0.0
+            p = self.drop.p if self.training else 0.0
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal)
         B, H, T, Dh = y.shape
         return self.out(y.transpose(1, 2).reshape(B, T, H * Dh))

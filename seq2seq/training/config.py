@@ -21,6 +21,12 @@ class TrainConfig:
     # pairs of one batching length ordered by their source's, then their target's length before
     # the random tie-break (fairseq's order): fewer padded cells on both sides; False: random ties
     order_by_sides: bool = True
+    # dropout raised, late in a long run, from the model's own to `late_dropout` (0: off), linearly
+    # from epoch `late_dropout_from` over `late_dropout_over` epochs (schedule.dropout_at): a budget
+    # that buys many epochs overfits at the rate that learns fastest in few (results.md)
+    late_dropout: float = 0.0
+    late_dropout_from: float = 10.0
+    late_dropout_over: float = 10.0
     clip_norm: float = 1.0
     average: int = 5  # when training ends, validate the mean of the last N validations' weights (<2: off)
     epochs: int | None = 10  # None: no epoch limit (a time or step budget, or early stopping ends it)
@@ -51,4 +57,10 @@ LIMITS = (
 
 # Fields added after runs were already being written, with the value that reproduces what such a
 # run trained with: an older run resumes with its own recipe, not with today's default.
-ADDED_SINCE = {"subword_alpha": 0.0, "cooldown": 0.0, "sample_by_epoch": False, "order_by_sides": False}
+ADDED_SINCE = {
+    "subword_alpha": 0.0,
+    "cooldown": 0.0,
+    "sample_by_epoch": False,
+    "order_by_sides": False,
+    "late_dropout": 0.0,
+}

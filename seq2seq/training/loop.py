@@ -19,7 +19,7 @@ from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, rank_batch
 from seq2seq.training.reporter import Reporter
 from seq2seq.training.resume import TrainingState
-from seq2seq.training.schedule import budget_progress, lr_schedule
+from seq2seq.training.schedule import budget_progress, dropout_at, lr_schedule
 from seq2seq.training.step import NonFiniteLoss, TrainStep, data_parallel, summed_loss
 from seq2seq.views import plots
 
@@ -43,6 +43,7 @@ class Loop:
         self.val_tgt = tokenizer.encode([t for _, t in self.val_pairs])
         self.max_len = model.cfg.max_positions
         self.val_options = DecodeOptions(beam=1, bf16=config.bf16)  # --fp32 validates in fp32 too
+        self.dropout = model.cfg.dropout  # what the model's dropout modules are set to now
         self.progress = 0.0  # the share of this invocation's budget used (schedule.budget_progress)
         self.autocast = autocast(self.device, config.bf16)
         self.train_step = TrainStep(
@@ -70,6 +71,7 @@ class Loop:
                 if stop:
                     break
                 tick = time.perf_counter()
+                self._set_dropout(state.epoch + state.batch / len(batches))
                 index, weight = rank_batch(batches, state.batch, self.world)
                 batch = self._batch(batches[index], rows or partial(self._step_rows, step=state.step + 1))
                 loss, n_tokens = self._train_step(batch, state.step + 1, weight, progress)
@@ -184,6 +186,14 @@ class Loop:
         seed = self.config.seed * 1_000_003 + step
         return self.tokenizer.sample(texts, self.config.subword_alpha, seed), tgt
 
+    def _set_dropout(self, epochs_done: float) -> None:
+        """The dropout the schedule gives this step (a function of the epochs done, so a resumed
+        run picks it up where it stopped)."""
+        p = dropout_at(self.config, self.model.cfg.dropout, epochs_done)
+        if p != self.dropout:
+            self.model.set_dropout(p)
+            self.dropout = p
+
     def _train_step(self, batch: Batch, step: int, weight: float, progress: float) -> tuple[float, int]:
         cfg = self.config
         lr = lr_schedule(step, cfg.lr, cfg.warmup, progress, cfg.cooldown)
@@ -264,6 +274,7 @@ class Loop:
             "val_chrf": result.scores.chrf,
             "best": improved,
             "lr": self.optimizer.param_groups[0]["lr"],
+            "dropout": self.dropout,
             "elapsed_s": time.monotonic() - start_time,
         }
 

@@ -1,5 +1,5 @@
 """The learning rate at each step: linear warmup, inverse square-root decay, and optionally a linear
-cooldown to zero over the last part of the run's budget.
+cooldown to zero over the last part of the run's budget; and the dropout, raised late in a long run.
 
 Why a cooldown: an inverse square-root schedule never comes down, so when a budget ends the weights
 are still taking large, noisy steps; decaying to zero over the budget's last part lands them in the
@@ -36,3 +36,16 @@ def budget_progress(cfg: TrainConfig, step: int, epochs_done: float, elapsed_s: 
     if cfg.max_minutes:
         shares.append(elapsed_s / (cfg.max_minutes * 60))
     return min(max(shares), 1.0)
+
+
+def dropout_at(cfg: TrainConfig, dropout: float, epochs_done: float) -> float:
+    """The dropout for the next step: the model's own (`dropout`) until epoch `late_dropout_from`,
+    then rising linearly to `late_dropout` over `late_dropout_over` epochs ("late dropout", Liu et
+    al. 2023, "Dropout Reduces Underfitting"). By epochs, not minutes: overfitting comes from
+    seeing the same pairs again, so a CPU whose budget buys few epochs trains as without it."""
+    if cfg.late_dropout <= 0:
+        return dropout
+    if cfg.late_dropout_over <= 0:  # a switch at that epoch
+        return cfg.late_dropout if epochs_done >= cfg.late_dropout_from else dropout
+    share = (epochs_done - cfg.late_dropout_from) / cfg.late_dropout_over
+    return dropout + (cfg.late_dropout - dropout) * min(1.0, max(0.0, share))
