@@ -190,6 +190,11 @@ ALTERED = {  # what is changed -> (the change, the command that reads it, a word
     "nested 100k deep": (deep_nesting, TRANSLATE, "not a valid run config"),
     "train lr a string": (edit_config("train", "lr", "fast"), RESUME, "lr must be a number"),
     "train epochs -1": (edit_config("train", "max_tokens", -1), RESUME, "max_tokens must be between"),
+    "train late_dropout 1.5": (
+        edit_config("train", "late_dropout", 1.5),
+        RESUME,
+        "late_dropout must be between",
+    ),
     "weights int32": (edit_tensors(ckpt.BEST, lying_dtype), TRANSLATE, "torch.int32, not torch.float32"),
     "weights NaN": (edit_tensors(ckpt.BEST, nan_weights), TRANSLATE, "NaN or infinite"),
     "state step a string": (edit_tensors(ckpt.LAST, state_json("step", "4")), RESUME, "step is not a number"),

@@ -49,6 +49,7 @@ def test_late_dropout_rises_linearly_by_the_epoch_from_the_models_own():
     assert dropout_at(TrainConfig(), 0.1, epochs_done=10.0) == 0.1  # the recipe: ten epochs as without it
     assert dropout_at(TrainConfig(), 0.1, epochs_done=40.0) == pytest.approx(0.3)
     assert dropout_at(TrainConfig(), 0.0, epochs_done=40.0) == 0.0  # --dropout 0: none, ever
+    assert dropout_at(TrainConfig(), 0.5, epochs_done=40.0) == 0.5  # it never lowers a higher rate
     assert dropout_at(late, 0.1, epochs_done=9.5) == 0.1
     assert dropout_at(late, 0.1, epochs_done=15.0) == pytest.approx(0.2)
     assert dropout_at(late, 0.1, epochs_done=20.0) == pytest.approx(0.3)

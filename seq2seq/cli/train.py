@@ -101,8 +101,8 @@ def train(
         max=0.9,
         callback=finite,
         help="Late dropout: raise the dropout to this once the run has seen --late-dropout-from epochs, "
-        "linearly over --late-dropout-over epochs (0: off; --dropout 0 has none either); for budgets "
-        "that buy many epochs.",
+        "linearly over --late-dropout-over epochs (0: off; a --dropout of 0, or above this, stays as it "
+        "is); for budgets that buy many epochs.",
     ),
     late_dropout_from: float = typer.Option(
         RECIPE.late_dropout_from, min=0.0, callback=finite, help="The epoch late dropout starts rising."

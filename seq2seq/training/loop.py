@@ -60,6 +60,7 @@ class Loop:
         losses, tokens, train_seconds = [], 0, 0.0
         validation_seconds = self._validation_estimate(state) if cfg.max_minutes else 0.0
         saved, stop, step_seconds = time.monotonic(), None, 0.0
+        self._set_dropout(state.epoch)  # for a resumed run's row before its first step, which sets it exactly
         while stop is None and (cfg.epochs is None or state.epoch < cfg.epochs):
             source, rows = self._epoch_sources(state.epoch)
             sides = source.side_lengths() if cfg.order_by_sides else ()

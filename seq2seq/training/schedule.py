@@ -43,7 +43,7 @@ def dropout_at(cfg: TrainConfig, dropout: float, epochs_done: float) -> float:
     then rising linearly to `late_dropout` over `late_dropout_over` epochs ("late dropout", Liu et
     al. 2023, "Dropout Reduces Underfitting"). By epochs, not minutes: overfitting comes from
     seeing the same pairs again, so a CPU whose budget buys few epochs trains as without it."""
-    if cfg.late_dropout <= 0 or dropout == 0:  # a model trained without dropout stays so
+    if cfg.late_dropout <= dropout or dropout == 0:  # it only raises; without dropout a model stays so
         return dropout
     if cfg.late_dropout_over <= 0:  # a switch at that epoch
         return cfg.late_dropout if epochs_done >= cfg.late_dropout_from else dropout
