@@ -23,6 +23,7 @@ RANGES = {
     "warmup": (1, 1 << 31),
     "label_smoothing": (0.0, 0.9),
     "subword_alpha": (0.0, 1.0),
+    "target_subword_alpha": (0.0, 1.0),
     "late_dropout": (0.0, 0.9),
     "late_dropout_from": (0.0, 1e9),
     "late_dropout_over": (0.0, 1e9),

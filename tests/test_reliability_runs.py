@@ -129,6 +129,10 @@ def edit_config(section, key, value):
     return change
 
 
+def edits(*changes):
+    return lambda run: [change(run) for change in changes]
+
+
 def deep_nesting(run):
     (run / ckpt.CONFIG).write_text("[" * 100_000 + "]" * 100_000)
 
@@ -194,6 +198,14 @@ ALTERED = {  # what is changed -> (the change, the command that reads it, a word
         edit_config("train", "late_dropout", 1.5),
         RESUME,
         "late_dropout must be between",
+    ),
+    "train target sampling by the step": (
+        edits(
+            edit_config("train", "target_subword_alpha", 0.3),
+            edit_config("train", "sample_by_epoch", False),
+        ),
+        RESUME,
+        "target_subword_alpha needs sample_by_epoch",
     ),
     "weights int32": (edit_tensors(ckpt.BEST, lying_dtype), TRANSLATE, "torch.int32, not torch.float32"),
     "weights NaN": (edit_tensors(ckpt.BEST, nan_weights), TRANSLATE, "NaN or infinite"),

@@ -12,7 +12,7 @@ import torch
 from safetensors.torch import load_file
 
 from seq2seq.data.batch import token_batches
-from seq2seq.data.sampling import KEPT, SampledSources
+from seq2seq.data.sampling import KEPT, SampledPairs
 from seq2seq.training.checkpoint import LAST
 from seq2seq.training.config import ADDED_SINCE, TrainConfig
 from seq2seq.training.train import train
@@ -63,10 +63,13 @@ def reversal(tmp_path, **changes) -> TrainConfig:
     return replace(config, **changes)
 
 
-@pytest.mark.parametrize("by_epoch", [True, False])  # False: how runs from before it sampled
-def test_sampling_changes_what_is_trained_and_a_resumed_run_draws_the_same(tmp_path, by_epoch):
+# by_epoch False: how runs from before it sampled; a target alpha: the targets sampled too
+@pytest.mark.parametrize(("by_epoch", "target_alpha"), [(True, 0.0), (False, 0.0), (True, 0.1)])
+def test_sampling_changes_what_is_trained_and_a_resumed_run_draws_the_same(tmp_path, by_epoch, target_alpha):
     model_cfg = replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.0)
-    config = reversal(tmp_path, subword_alpha=0.1, average=0, sample_by_epoch=by_epoch)
+    config = reversal(
+        tmp_path, subword_alpha=0.1, target_subword_alpha=target_alpha, average=0, sample_by_epoch=by_epoch
+    )
     train(tmp_path / "straight", replace(config, max_steps=8), model_cfg)
     tokenizer = (tmp_path / "straight" / "tokenizer.model").read_bytes()
     for run in ("resumed", "plain"):
@@ -76,7 +79,8 @@ def test_sampling_changes_what_is_trained_and_a_resumed_run_draws_the_same(tmp_p
     train(tmp_path / "resumed", replace(config, max_steps=8), model_cfg)
     assert_same_training_state(tmp_path / "straight", tmp_path / "resumed")
 
-    train(tmp_path / "plain", replace(config, subword_alpha=0.0, max_steps=8), model_cfg)
+    unsampled = {"target_subword_alpha": 0.0} if target_alpha else {"subword_alpha": 0.0}  # what is tested
+    train(tmp_path / "plain", replace(config, **unsampled, max_steps=8), model_cfg)
     sampled, plain = load_file(tmp_path / "straight" / LAST), load_file(tmp_path / "plain" / LAST)
     assert not all(torch.equal(sampled[k], plain[k]) for k in plain if k.startswith("model."))
 
@@ -90,33 +94,54 @@ def sampled_corpus(tmp_path):
 def test_an_epochs_sampled_sources_spell_the_text_follow_the_seed_and_set_the_lengths(tmp_path, monkeypatch):
     tokenizer, stored = sampled_corpus(tmp_path)
     monkeypatch.setattr("seq2seq.data.sampling.CHUNK", 7)  # many chunks, a short last one
-    epoch = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=0)
+    epoch = SampledPairs(stored, tokenizer, alpha=0.1, seed=1, epoch=0)
     everything = range(len(stored))
     src, tgt = epoch.rows(everything)
     (texts,) = stored.columns(everything, "src")
     assert tokenizer.decode(src) == texts and tgt == stored.rows(everything)[1]
     assert epoch.lengths.tolist() == [max(len(s), len(t)) + 1 for s, t in zip(src, tgt, strict=True)]
     assert src != stored.rows(everything)[0]  # sampled, not the stored segmentation
-    again = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=0)
+    again = SampledPairs(stored, tokenizer, alpha=0.1, seed=1, epoch=0)
     assert again.rows(everything)[0] == src
-    assert SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=1).rows(everything)[0] != src
+    assert SampledPairs(stored, tokenizer, alpha=0.1, seed=1, epoch=1).rows(everything)[0] != src
     assert epoch.rows([5, 2])[0] == [src[5], src[2]]
 
 
+@pytest.mark.parametrize("alpha", [0.1, 0.0])  # 0: the stored sources beside sampled targets
+def test_sampled_targets_spell_their_text_follow_the_seed_and_set_the_lengths(tmp_path, monkeypatch, alpha):
+    tokenizer, stored = sampled_corpus(tmp_path)
+    monkeypatch.setattr("seq2seq.data.sampling.CHUNK", 7)
+    everything = range(len(stored))
+    stored_src, stored_tgt = stored.rows(everything)
+    epoch = SampledPairs(stored, tokenizer, alpha, seed=1, epoch=0, target_alpha=0.1)
+    src, tgt = epoch.rows(everything)
+    assert tokenizer.decode(tgt) == tokenizer.decode(stored_tgt) and tgt != stored_tgt
+    assert (src == stored_src) == (alpha == 0)
+    assert epoch.lengths.tolist() == [max(len(s), len(t)) + 1 for s, t in zip(src, tgt, strict=True)]
+    assert [a.tolist() for a in epoch.side_lengths()] == [list(map(len, src)), list(map(len, tgt))]
+    assert epoch.rows([5, 2]) == ([src[5], src[2]], [tgt[5], tgt[2]])
+    again, later = (SampledPairs(stored, tokenizer, alpha, seed=1, epoch=e, target_alpha=0.1) for e in (0, 1))
+    assert again.rows(everything) == (src, tgt) and later.rows(everything)[1] != tgt
+
+
+@pytest.mark.parametrize("target_alpha", [0.0, 0.1])
 @pytest.mark.parametrize("workers", [2, 3])
-def test_worker_processes_draw_what_one_process_draws(tmp_path, monkeypatch, workers):
+def test_worker_processes_draw_what_one_process_draws(tmp_path, monkeypatch, workers, target_alpha):
     tokenizer, stored = sampled_corpus(tmp_path)
     monkeypatch.setattr("seq2seq.data.sampling.CHUNK", 7)  # many chunks, a short last one
-    drawn = [SampledSources(stored, tokenizer, 0.1, seed=1, epoch=0, workers=n) for n in (1, workers)]
-    for name in ("flat", "offsets", "lengths"):
+    drawn = [
+        SampledPairs(stored, tokenizer, 0.1, seed=1, epoch=0, workers=n, target_alpha=target_alpha)
+        for n in (1, workers)
+    ]
+    for name in ("flat", "offsets", "lengths", "tgt_flat", "tgt_offsets"):
         np.testing.assert_array_equal(getattr(drawn[0], name), getattr(drawn[1], name))
-    other = SampledSources(stored, tokenizer, 0.1, seed=1, epoch=1, workers=workers)
+    other = SampledPairs(stored, tokenizer, 0.1, seed=1, epoch=1, workers=workers)
     assert not np.array_equal(other.flat, drawn[0].flat)  # the chunks' seeds follow the epoch
 
 
 def test_batches_cut_by_the_sampled_lengths_pad_the_sources_less(tmp_path):
     tokenizer, stored = sampled_corpus(tmp_path)
-    epoch = SampledSources(stored, tokenizer, alpha=0.5, seed=1, epoch=0)
+    epoch = SampledPairs(stored, tokenizer, alpha=0.5, seed=1, epoch=0)
     src, _ = epoch.rows(range(len(stored)))
 
     def source_cells(lengths) -> int:
@@ -129,15 +154,15 @@ def test_batches_cut_by_the_sampled_lengths_pad_the_sources_less(tmp_path):
 @pytest.mark.parametrize("by_epoch", [True, False])
 def test_the_loop_draws_an_epochs_sources_at_its_start_or_per_step_as_before(tmp_path, monkeypatch, by_epoch):
     drawn = []
-    original = SampledSources.__init__
+    original = SampledPairs.__init__
 
-    def spy(self, pairs, tokenizer, alpha, seed, epoch, kept, workers):
+    def spy(self, pairs, tokenizer, alpha, seed, epoch, kept, workers, target_alpha):
         drawn.append(epoch)
         assert kept == tmp_path / "run" / KEPT  # a resumed run reads the epoch's draw back
         assert workers == (os.cpu_count() or 1)  # one training process: every core draws
-        original(self, pairs, tokenizer, alpha, seed, epoch, kept, workers)
+        original(self, pairs, tokenizer, alpha, seed, epoch, kept, workers, target_alpha=target_alpha)
 
-    monkeypatch.setattr(SampledSources, "__init__", spy)
+    monkeypatch.setattr(SampledPairs, "__init__", spy)
     config = reversal(tmp_path, subword_alpha=0.1, average=0, epochs=2, sample_by_epoch=by_epoch)
     train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
     assert drawn == ([0, 1] if by_epoch else [])
@@ -169,18 +194,24 @@ def test_the_loop_orders_ties_by_the_sides_of_what_it_batches(tmp_path, monkeypa
 def test_the_epochs_draw_is_kept_and_read_back_only_when_it_is_that_draw(tmp_path, monkeypatch):
     tokenizer, stored = sampled_corpus(tmp_path)
     kept, everything = tmp_path / "run" / KEPT, range(len(stored))
-    drawn = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=0, kept=kept)
+    drawn = SampledPairs(stored, tokenizer, alpha=0.1, seed=1, epoch=0, kept=kept)
     src = drawn.rows(everything)[0]
     calls = []
     sample = tokenizer.sample
     monkeypatch.setattr(tokenizer, "sample", lambda *args: calls.append(args) or sample(*args))
-    again = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=0, kept=kept)
+    again = SampledPairs(stored, tokenizer, alpha=0.1, seed=1, epoch=0, kept=kept)
     assert again.rows(everything)[0] == src and again.lengths.tolist() == drawn.lengths.tolist()
     assert calls == []  # read back, not drawn
-    other = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept)  # another epoch
+    other = SampledPairs(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept)  # another epoch
     assert len(calls) == 1 and other.rows(everything)[0] != src
     kept.write_bytes(kept.read_bytes()[:100])  # torn by a kill or a full disk
-    torn = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept)
+    torn = SampledPairs(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept)
     assert len(calls) == 2 and torn.rows(everything)[0] == other.rows(everything)[0]
-    read_back = SampledSources(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept)
+    read_back = SampledPairs(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept)
     assert len(calls) == 2 and read_back.rows([3])[0] == [other.rows(everything)[0][3]]  # kept again
+    with_targets = SampledPairs(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept, target_alpha=0.1)
+    assert len(calls) == 4  # a source-only draw is not this one: both sides drawn
+    assert with_targets.rows(everything)[0] == other.rows(everything)[0]  # the sources' draw as before
+    again = SampledPairs(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept, target_alpha=0.1)
+    assert len(calls) == 4 and again.rows(everything) == with_targets.rows(everything)
+    assert again.lengths.tolist() == with_targets.lengths.tolist()

@@ -124,6 +124,13 @@ def train(
         callback=finite,
         help="Sample source segmentations each epoch, P(x)^alpha (subword regularization; 0: off).",
     ),
+    target_subword_alpha: float = typer.Option(
+        RECIPE.target_subword_alpha,
+        min=0.0,
+        max=1.0,
+        callback=finite,
+        help="Sample target segmentations each epoch too, P(x)^alpha (0: off).",
+    ),
     vocab_size: int = typer.Option(
         RECIPE.vocab_size, min=8, help="Vocabulary size, if the run has no tokenizer."
     ),
@@ -167,6 +174,7 @@ def train(
         cooldown=cooldown,
         label_smoothing=label_smoothing,
         subword_alpha=subword_alpha,
+        target_subword_alpha=target_subword_alpha,
         late_dropout=late_dropout,
         late_dropout_from=late_dropout_from,
         late_dropout_over=late_dropout_over,

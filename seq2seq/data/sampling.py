@@ -1,11 +1,17 @@
-"""Subword regularization by the epoch: every source segmentation of an epoch is drawn at its start,
-so that its batches are cut by the lengths they will have.
+"""Subword regularization by the epoch: every source segmentation of an epoch (and, with a target
+alpha, every target segmentation) is drawn at its start, so that its batches are cut by the lengths
+they will have.
 
 Why not batch by batch: batches were cut by the stored (most likely) segmentation's lengths, while
 a sampled one is longer (1.12x the pieces at alpha 0.3) and varies from pair to pair, so the longest
 source of a batch set its padding. On Multi30k en->fr one epoch's sources filled 714,195 cells for
 496,160 pieces (44% padding); cut by the sampled lengths, 543,791 (10%). Each pair is still seen
 once an epoch in a segmentation drawn for it, as before.
+
+Targets are sampled from their stored pieces' text (SentencePiece's decode of the most likely
+segmentation gives the normalized text back, which encodes to the same pieces: all 28,999 Multi30k
+en->fr targets do), so the stored set needs no target text column. A source alpha of 0 with a target
+alpha keeps the stored sources.
 
 The draw costs about 34 us a source (one thread: SentencePiece's threads draw in no fixed order),
 a second for Multi30k but a minute or two for a 2M-pair corpus. So a corpus of several `CHUNK`s is
@@ -32,8 +38,9 @@ CHUNK = 50_000  # sources sampled per call: a million-pair corpus never holds it
 KEPT = "sampled.npz"  # in the run directory: the current epoch's draw
 
 
-class SampledSources:
-    """One epoch's source pieces, drawn from (seed, epoch), beside the stored targets."""
+class SampledPairs:
+    """One epoch's pieces, drawn from (seed, epoch): the sources sampled at `alpha`, the targets at
+    `target_alpha` (0: the stored pieces of that side)."""
 
     def __init__(
         self,
@@ -44,20 +51,23 @@ class SampledSources:
         epoch: int,
         kept: Path | None = None,
         workers: int = 1,
+        target_alpha: float = 0.0,
     ):
         """`kept`: where the draw is read back from, if it is this one, or else written to;
         `workers`: processes that draw the chunks (1: this one)."""
         self.pairs = pairs
-        # what decides the draw: the stored set (its folder names its corpus and tokenizer), alpha,
-        # the seed and the epoch
+        self.alphas = (alpha, target_alpha)
+        # what decides the draw: the stored set (its folder names its corpus and tokenizer), the
+        # alphas, the seed and the epoch (a source-only draw keeps the key it had before targets were)
         key = f"{pairs.folder.name} {len(pairs)} {alpha!r} {seed} {epoch}"
+        key += f" target {target_alpha!r}" if target_alpha > 0 else ""
         if kept is not None and self._read(kept, key):
             return
-        self._draw(tokenizer, alpha, seed, epoch, workers)
+        self._draw(tokenizer, seed, epoch, workers)
         if kept is not None:
             write_with(kept, lambda tmp: self._write(tmp, key))
 
-    def _draw(self, tokenizer: Tokenizer, alpha: float, seed: int, epoch: int, workers: int) -> None:
+    def _draw(self, tokenizer: Tokenizer, seed: int, epoch: int, workers: int) -> None:
         pairs = self.pairs
         # (first row, row after the last, SentencePiece's 32-bit seed) of each chunk
         chunks = [
@@ -69,21 +79,24 @@ class SampledSources:
             context = multiprocessing.get_context(_START_METHOD)
             if _START_METHOD == "forkserver":  # the server imports once what every worker needs
                 context.set_forkserver_preload([__name__, "datasets"])
-            opened_by_path = (str(pairs.folder), str(tokenizer.path), alpha)
+            opened_by_path = (str(pairs.folder), str(tokenizer.path), self.alphas)
             with context.Pool(workers, _adopt, opened_by_path) as pool:
                 drawn = pool.map(_draw_adopted, chunks)  # in the chunks' order
         else:
-            drawn = [draw_chunk(pairs, tokenizer, alpha, *chunk) for chunk in chunks]
-        counts, pieces = [c for c, _ in drawn], [p for _, p in drawn]
-        src_lengths = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
-        self.flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)  # (pieces,)
-        self.offsets = np.concatenate([[0], np.cumsum(src_lengths)])  # (N + 1,)
+            drawn = [draw_chunk(pairs, tokenizer, self.alphas, *chunk) for chunk in chunks]
+        # per side: (pieces,) end to end and (N + 1,) where each pair's pieces begin
+        self.flat, self.offsets = _joined([src for src, _ in drawn])
+        self.tgt_flat, self.tgt_offsets = _joined([tgt for _, tgt in drawn])
+        src_lengths, tgt_lengths = self.side_lengths()
         # (N,) the batching length, as the stored one: the longer side + EOS (batch.pair_lengths)
-        self.lengths = np.maximum(src_lengths, pairs.target_lengths()) + 1
+        self.lengths = np.maximum(src_lengths, tgt_lengths) + 1
 
     def _write(self, path: Path, key: str) -> None:
+        arrays = {"flat": self.flat, "offsets": self.offsets, "lengths": self.lengths}
+        if self.alphas[1] > 0:
+            arrays |= {"tgt_flat": self.tgt_flat, "tgt_offsets": self.tgt_offsets}
         with open(path, "wb") as f:  # a file object: np.savez would add ".npz" to a name
-            np.savez(f, key=np.array(key), flat=self.flat, offsets=self.offsets, lengths=self.lengths)
+            np.savez(f, key=np.array(key), **arrays)
 
     def _read(self, path: Path, key: str) -> bool:
         """Take the kept draw if it is this draw; a missing, torn or other one is drawn again."""
@@ -92,41 +105,79 @@ class SampledSources:
                 if str(kept["key"]) != key:
                     return False
                 self.flat, self.offsets, self.lengths = kept["flat"], kept["offsets"], kept["lengths"]
+                self.tgt_flat, self.tgt_offsets = _STORED
+                if self.alphas[1] > 0:
+                    self.tgt_flat, self.tgt_offsets = kept["tgt_flat"], kept["tgt_offsets"]
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             return False
-        return len(self.lengths) == len(self.pairs) == len(self.offsets) - 1
+        n = len(self.pairs)
+        return len(self.lengths) == n == len(self.offsets) - 1 and len(self.tgt_offsets) in (0, n + 1)
 
     def side_lengths(self) -> tuple[np.ndarray, np.ndarray]:
-        """(N,) sampled source and (N,) stored target lengths, in ids."""
-        return np.diff(self.offsets), self.pairs.target_lengths()
+        """(N,) source and (N,) target lengths, in ids, each side's as drawn or stored."""
+        tgt = np.diff(self.tgt_offsets) if len(self.tgt_offsets) else self.pairs.target_lengths()
+        return np.diff(self.offsets), tgt
 
     def rows(self, indices) -> tuple[list[list[int]], list[list[int]]]:
-        """The sampled sources and stored targets of these pairs, as `TokenizedPairs.rows`."""
-        src = [self.flat[self.offsets[i] : self.offsets[i + 1]].tolist() for i in indices]
+        """The pieces of these pairs, each side's as drawn or stored, as `TokenizedPairs.rows`."""
+        src = _pieces(self.flat, self.offsets, indices)
+        if len(self.tgt_offsets):
+            return src, _pieces(self.tgt_flat, self.tgt_offsets, indices)
         (tgt,) = self.pairs.columns(indices, "tgt_ids")
         return src, tgt
 
 
+_STORED = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64))  # a side not sampled: read the set
+Drawn = tuple[np.ndarray, np.ndarray]  # (n,) piece counts and (sum of counts,) pieces of n rows
+
+
 def draw_chunk(
-    pairs: TokenizedPairs, tokenizer: Tokenizer, alpha: float, start: int, stop: int, draw: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The sources of rows start .. stop, sampled with seed `draw`: their piece counts (n,) and
-    their pieces, end to end (sum of counts,)."""
-    (texts,) = pairs.columns(range(start, stop), "src")
-    ids = tokenizer.sample(texts, alpha, draw)
+    pairs: TokenizedPairs, tokenizer: Tokenizer, alphas: tuple[float, float], start: int, stop: int, draw: int
+) -> tuple[Drawn, Drawn | None]:
+    """The sources of rows start .. stop sampled with seed `draw` (stored ones at alpha 0), and their
+    targets, sampled with a seed of their own from their text, or None at a target alpha of 0."""
+    alpha, target_alpha = alphas
+    rows = range(start, stop)
+    if alpha > 0:
+        (texts,) = pairs.columns(rows, "src")
+        src = _flattened(tokenizer.sample(texts, alpha, draw))
+    else:
+        src = _flattened(pairs.columns(rows, "src_ids")[0])
+    if target_alpha <= 0:
+        return src, None
+    (stored,) = pairs.columns(rows, "tgt_ids")
+    target_draw = (draw + 0x9E3779B9) % 2**32  # not the sources' draw: the two sides' choices independent
+    return src, _flattened(tokenizer.sample(tokenizer.decode(stored), target_alpha, target_draw))
+
+
+def _flattened(ids: list[list[int]]) -> Drawn:
     counts = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
     return counts, np.fromiter(chain.from_iterable(ids), dtype=np.int32)
 
 
+def _joined(chunks: list[Drawn | None]) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks' pieces end to end (pieces,) and each row's start (N + 1,); `_STORED` for none."""
+    if not chunks:
+        return np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64)
+    if chunks[0] is None:
+        return _STORED
+    counts = np.concatenate([c for c, _ in chunks])
+    return np.concatenate([p for _, p in chunks]), np.concatenate([[0], np.cumsum(counts)])
+
+
+def _pieces(flat: np.ndarray, offsets: np.ndarray, indices) -> list[list[int]]:
+    return [flat[offsets[i] : offsets[i + 1]].tolist() for i in indices]
+
+
 # a fork server where there is one (Linux, macOS), else fresh interpreters (Windows)
 _START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-_adopted: tuple = ()  # in a worker process: (pairs, tokenizer, alpha)
+_adopted: tuple = ()  # in a worker process: (pairs, tokenizer, alphas)
 
 
-def _adopt(folder: str, tokenizer_path: str, alpha: float) -> None:
+def _adopt(folder: str, tokenizer_path: str, alphas: tuple[float, float]) -> None:
     global _adopted
-    _adopted = (load(folder), Tokenizer(tokenizer_path), alpha)
+    _adopted = (load(folder), Tokenizer(tokenizer_path), alphas)
 
 
-def _draw_adopted(chunk: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+def _draw_adopted(chunk: tuple[int, int, int]) -> tuple[Drawn, Drawn | None]:
     return draw_chunk(*_adopted, *chunk)

@@ -15,6 +15,7 @@ class TrainConfig:
     cooldown: float = 0.2  # the budget's last share over which the lr falls linearly to 0 (schedule.py)
     label_smoothing: float = 0.1
     subword_alpha: float = 0.3  # >0: source pieces sampled, P(x)^alpha (Tokenizer.sample)
+    target_subword_alpha: float = 0.0  # >0: target pieces sampled too (by the epoch only)
     # sampled for the whole epoch at its start, and its batches cut by the sampled lengths
     # (data/sampling.py); False: each step's batch sampled, cut by the stored lengths (older runs)
     sample_by_epoch: bool = True
@@ -64,4 +65,5 @@ ADDED_SINCE = {
     "sample_by_epoch": False,
     "order_by_sides": False,
     "late_dropout": 0.0,
+    "target_subword_alpha": 0.0,
 }

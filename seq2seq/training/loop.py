@@ -7,7 +7,7 @@ from functools import partial
 import torch
 
 from seq2seq.data.batch import Batch, collate, pair_lengths, token_batches
-from seq2seq.data.sampling import KEPT, SampledSources
+from seq2seq.data.sampling import KEPT, SampledPairs
 from seq2seq.data.tokenized import TokenizedPairs
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.device import autocast
@@ -168,14 +168,21 @@ class Loop:
         """What the epoch's batches are cut by (the stored set, or this epoch's draw: its `lengths`
         and `side_lengths`), and how to read a batch's rows (None: `_step_rows`)."""
         cfg = self.config
-        if cfg.subword_alpha <= 0:
+        if cfg.subword_alpha <= 0 and cfg.target_subword_alpha <= 0:
             return self.train_set, self.train_set.rows
         if not cfg.sample_by_epoch:
             return self.train_set, None
         kept = self.run_dir / KEPT if self.world.is_main else None  # rank 0 alone writes
         workers = max(1, (os.cpu_count() or 1) // self.world.size)  # each process draws: share the cores
-        sampled = SampledSources(
-            self.train_set, self.tokenizer, cfg.subword_alpha, cfg.seed, epoch, kept, workers
+        sampled = SampledPairs(
+            self.train_set,
+            self.tokenizer,
+            cfg.subword_alpha,
+            cfg.seed,
+            epoch,
+            kept,
+            workers,
+            target_alpha=cfg.target_subword_alpha,
         )
         return sampled, sampled.rows
 
