@@ -24,7 +24,7 @@ from machine import cpu  # this folder is on the path when a script runs
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.data import tokenized
 from seq2seq.data.batch import collate, token_batches
-from seq2seq.data.sampling import SampledSources
+from seq2seq.data.sampling import SampledPairs
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.device import autocast
 from seq2seq.models.registry import build_model, config_from_dict
@@ -53,9 +53,11 @@ def main() -> None:
     config, train = config_from_dict(saved["model"]), saved["train"]
     train_set = tokenized.load(next((run / "tokenized").iterdir()))
     source, rows = train_set, train_set.rows
-    if train.get("subword_alpha", 0) > 0:
+    alpha, target_alpha = train.get("subword_alpha", 0.0), train.get("target_subword_alpha", 0.0)
+    if alpha > 0 or target_alpha > 0:
         tokenizer = Tokenizer(run / "tokenizer.model")
-        source = SampledSources(train_set, tokenizer, train["subword_alpha"], train["seed"], 0)
+        limit = config.max_positions - 1
+        source = SampledPairs(train_set, tokenizer, alpha, train["seed"], 0, None, 1, target_alpha, limit)
         rows = source.rows
     src, tgt = source.side_lengths()
     seed, budget = train["seed"], train["max_tokens"]

@@ -145,6 +145,7 @@ def test_bad_train_options_and_corpora(cli, tmp_path):
         (["--data-dir", tmp_path / "missing"], "does not exist"),
         (["--subword-alpha", "1.5"], "Invalid value for '--subword-alpha'"),
         (["--subword-alpha", "nan"], "Invalid value for '--subword-alpha'"),
+        (["--target-subword-alpha", "1.5"], "Invalid value for '--target-subword-alpha'"),
         (["--label-smoothing", "-0.1"], "Invalid value for '--label-smoothing'"),
     ]  # what follows "Invalid value" in a range error is Typer's wording, which changes between versions
     for args, message in cases:

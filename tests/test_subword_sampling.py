@@ -13,6 +13,7 @@ from safetensors.torch import load_file
 
 from seq2seq.data.batch import token_batches
 from seq2seq.data.sampling import KEPT, SampledPairs
+from seq2seq.data.special import UNK_ID
 from seq2seq.training.checkpoint import LAST
 from seq2seq.training.config import ADDED_SINCE, TrainConfig
 from seq2seq.training.train import train
@@ -63,12 +64,16 @@ def reversal(tmp_path, **changes) -> TrainConfig:
     return replace(config, **changes)
 
 
-# by_epoch False: how runs from before it sampled; a target alpha: the targets sampled too
-@pytest.mark.parametrize(("by_epoch", "target_alpha"), [(True, 0.0), (False, 0.0), (True, 0.1)])
-def test_sampling_changes_what_is_trained_and_a_resumed_run_draws_the_same(tmp_path, by_epoch, target_alpha):
+# by_epoch False: how runs from before it sampled; a target alpha: the targets sampled too (with the
+# sources' stored pieces at a source alpha of 0)
+SAMPLINGS = [(True, 0.1, 0.0), (False, 0.1, 0.0), (True, 0.1, 0.1), (True, 0.0, 0.1)]
+
+
+@pytest.mark.parametrize(("by_epoch", "alpha", "target_alpha"), SAMPLINGS)
+def test_sampling_changes_training_and_a_resumed_run_draws_the_same(tmp_path, by_epoch, alpha, target_alpha):
     model_cfg = replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.0)
     config = reversal(
-        tmp_path, subword_alpha=0.1, target_subword_alpha=target_alpha, average=0, sample_by_epoch=by_epoch
+        tmp_path, subword_alpha=alpha, target_subword_alpha=target_alpha, average=0, sample_by_epoch=by_epoch
     )
     train(tmp_path / "straight", replace(config, max_steps=8), model_cfg)
     tokenizer = (tmp_path / "straight" / "tokenizer.model").read_bytes()
@@ -124,6 +129,32 @@ def test_sampled_targets_spell_their_text_follow_the_seed_and_set_the_lengths(tm
     assert again.rows(everything) == (src, tgt) and later.rows(everything)[1] != tgt
 
 
+def test_a_target_keeps_its_stored_pieces_where_a_draw_would_be_cut_or_spell_an_unknown_piece(tmp_path):
+    tokenizer = caption_tokenizer(tmp_path / "tok.model")
+    pairs = [(caption, f"une phrase {i % 7} " + "☃" * (i % 2)) for i, caption in enumerate(CAPTIONS)]
+    stored = build(tmp_path / "run", tsv_corpus(tmp_path / "corpus", pairs), tokenizer)
+    everything = range(len(stored))
+    _, stored_tgt = stored.rows(everything)
+    unknown = [UNK_ID in t for t in stored_tgt]
+    assert any(unknown) and not all(unknown)  # the snowman is not in the test tokenizer's vocabulary
+
+    def targets(**limit) -> list[list[int]]:
+        drawn = SampledPairs(stored, tokenizer, 0.1, seed=1, epoch=0, target_alpha=0.1, **limit)
+        return drawn.rows(everything)[1]
+
+    free, limit = targets(), int(np.median([len(t) for t in stored_tgt]))  # below some draws
+    assert any(len(f) > limit for f in free)  # else the limit below tests nothing
+    held = targets(target_limit=limit)
+    for f, h, t, unk in zip(free, held, stored_tgt, unknown, strict=True):
+        assert h == (t if unk or len(f) > limit else f)
+    assert any(h != t for h, t in zip(held, stored_tgt, strict=True))
+
+
+def test_a_target_alpha_is_refused_where_sources_are_sampled_per_step(tmp_path):
+    with pytest.raises(ValueError, match="target_subword_alpha needs sample_by_epoch"):
+        reversal(tmp_path, target_subword_alpha=0.1, sample_by_epoch=False)
+
+
 @pytest.mark.parametrize("target_alpha", [0.0, 0.1])
 @pytest.mark.parametrize("workers", [2, 3])
 def test_worker_processes_draw_what_one_process_draws(tmp_path, monkeypatch, workers, target_alpha):
@@ -156,11 +187,11 @@ def test_the_loop_draws_an_epochs_sources_at_its_start_or_per_step_as_before(tmp
     drawn = []
     original = SampledPairs.__init__
 
-    def spy(self, pairs, tokenizer, alpha, seed, epoch, kept, workers, target_alpha):
+    def spy(self, pairs, tokenizer, alpha, seed, epoch, kept, workers, target_alpha, target_limit):
         drawn.append(epoch)
         assert kept == tmp_path / "run" / KEPT  # a resumed run reads the epoch's draw back
         assert workers == (os.cpu_count() or 1)  # one training process: every core draws
-        original(self, pairs, tokenizer, alpha, seed, epoch, kept, workers, target_alpha=target_alpha)
+        original(self, pairs, tokenizer, alpha, seed, epoch, kept, workers, target_alpha, target_limit)
 
     monkeypatch.setattr(SampledPairs, "__init__", spy)
     config = reversal(tmp_path, subword_alpha=0.1, average=0, epochs=2, sample_by_epoch=by_epoch)

@@ -10,8 +10,10 @@ once an epoch in a segmentation drawn for it, as before.
 
 Targets are sampled from their stored pieces' text (SentencePiece's decode of the most likely
 segmentation gives the normalized text back, which encodes to the same pieces: all 28,999 Multi30k
-en->fr targets do), so the stored set needs no target text column. A source alpha of 0 with a target
-alpha keeps the stored sources.
+en->fr targets do), so the stored set needs no target text column. Two kinds of target keep their
+stored pieces: one with an unknown piece (its text decodes to " ⁇ ", which encodes to other pieces),
+and one whose draw is longer than the model's positions allow (cut, it would teach an early end;
+a cut source only loses input). A source alpha of 0 with a target alpha keeps the stored sources.
 
 The draw costs about 34 us a source (one thread: SentencePiece's threads draw in no fixed order),
 a second for Multi30k but a minute or two for a 2M-pair corpus. So a corpus of several `CHUNK`s is
@@ -27,10 +29,12 @@ import multiprocessing
 import zipfile
 from itertools import chain
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from seq2seq.atomic import write_with
+from seq2seq.data.special import UNK_ID
 from seq2seq.data.tokenized import TokenizedPairs, load
 from seq2seq.data.tokenizer import Tokenizer
 
@@ -52,15 +56,17 @@ class SampledPairs:
         kept: Path | None = None,
         workers: int = 1,
         target_alpha: float = 0.0,
+        target_limit: int = 1 << 30,
     ):
         """`kept`: where the draw is read back from, if it is this one, or else written to;
-        `workers`: processes that draw the chunks (1: this one)."""
+        `workers`: processes that draw the chunks (1: this one); `target_limit`: the most pieces a
+        sampled target may have (the stored set's filter already holds its own to it)."""
         self.pairs = pairs
-        self.alphas = (alpha, target_alpha)
+        self.how = Sampling(alpha, target_alpha, target_limit)
         # what decides the draw: the stored set (its folder names its corpus and tokenizer), the
         # alphas, the seed and the epoch (a source-only draw keeps the key it had before targets were)
         key = f"{pairs.folder.name} {len(pairs)} {alpha!r} {seed} {epoch}"
-        key += f" target {target_alpha!r}" if target_alpha > 0 else ""
+        key += f" target {target_alpha!r} {target_limit}" if target_alpha > 0 else ""
         if kept is not None and self._read(kept, key):
             return
         self._draw(tokenizer, seed, epoch, workers)
@@ -79,11 +85,11 @@ class SampledPairs:
             context = multiprocessing.get_context(_START_METHOD)
             if _START_METHOD == "forkserver":  # the server imports once what every worker needs
                 context.set_forkserver_preload([__name__, "datasets"])
-            opened_by_path = (str(pairs.folder), str(tokenizer.path), self.alphas)
+            opened_by_path = (str(pairs.folder), str(tokenizer.path), self.how)
             with context.Pool(workers, _adopt, opened_by_path) as pool:
                 drawn = pool.map(_draw_adopted, chunks)  # in the chunks' order
         else:
-            drawn = [draw_chunk(pairs, tokenizer, self.alphas, *chunk) for chunk in chunks]
+            drawn = [draw_chunk(pairs, tokenizer, self.how, *chunk) for chunk in chunks]
         # per side: (pieces,) end to end and (N + 1,) where each pair's pieces begin
         self.flat, self.offsets = _joined([src for src, _ in drawn])
         self.tgt_flat, self.tgt_offsets = _joined([tgt for _, tgt in drawn])
@@ -93,7 +99,7 @@ class SampledPairs:
 
     def _write(self, path: Path, key: str) -> None:
         arrays = {"flat": self.flat, "offsets": self.offsets, "lengths": self.lengths}
-        if self.alphas[1] > 0:
+        if self.how.target_alpha > 0:
             arrays |= {"tgt_flat": self.tgt_flat, "tgt_offsets": self.tgt_offsets}
         with open(path, "wb") as f:  # a file object: np.savez would add ".npz" to a name
             np.savez(f, key=np.array(key), **arrays)
@@ -106,7 +112,7 @@ class SampledPairs:
                     return False
                 self.flat, self.offsets, self.lengths = kept["flat"], kept["offsets"], kept["lengths"]
                 self.tgt_flat, self.tgt_offsets = _STORED
-                if self.alphas[1] > 0:
+                if self.how.target_alpha > 0:
                     self.tgt_flat, self.tgt_offsets = kept["tgt_flat"], kept["tgt_offsets"]
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             return False
@@ -127,16 +133,23 @@ class SampledPairs:
         return src, tgt
 
 
+class Sampling(NamedTuple):
+    alpha: float  # the sources' (0: the stored pieces)
+    target_alpha: float  # the targets' (0: the stored pieces)
+    target_limit: int  # a longer target draw keeps the stored pieces
+
+
 _STORED = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64))  # a side not sampled: read the set
 Drawn = tuple[np.ndarray, np.ndarray]  # (n,) piece counts and (sum of counts,) pieces of n rows
 
 
 def draw_chunk(
-    pairs: TokenizedPairs, tokenizer: Tokenizer, alphas: tuple[float, float], start: int, stop: int, draw: int
+    pairs: TokenizedPairs, tokenizer: Tokenizer, how: Sampling, start: int, stop: int, draw: int
 ) -> tuple[Drawn, Drawn | None]:
     """The sources of rows start .. stop sampled with seed `draw` (stored ones at alpha 0), and their
-    targets, sampled with a seed of their own from their text, or None at a target alpha of 0."""
-    alpha, target_alpha = alphas
+    targets, sampled with a seed of their own from their text (but for those the module's docstring
+    names), or None at a target alpha of 0."""
+    alpha, target_alpha, target_limit = how
     rows = range(start, stop)
     if alpha > 0:
         (texts,) = pairs.columns(rows, "src")
@@ -147,7 +160,9 @@ def draw_chunk(
         return src, None
     (stored,) = pairs.columns(rows, "tgt_ids")
     target_draw = (draw + 0x9E3779B9) % 2**32  # not the sources' draw: the two sides' choices independent
-    return src, _flattened(tokenizer.sample(tokenizer.decode(stored), target_alpha, target_draw))
+    sampled = tokenizer.sample(tokenizer.decode(stored), target_alpha, target_draw)
+    drawn = zip(sampled, stored, strict=True)
+    return src, _flattened([s if len(s) <= target_limit and UNK_ID not in t else t for s, t in drawn])
 
 
 def _flattened(ids: list[list[int]]) -> Drawn:
@@ -171,12 +186,12 @@ def _pieces(flat: np.ndarray, offsets: np.ndarray, indices) -> list[list[int]]:
 
 # a fork server where there is one (Linux, macOS), else fresh interpreters (Windows)
 _START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-_adopted: tuple = ()  # in a worker process: (pairs, tokenizer, alphas)
+_adopted: tuple = ()  # in a worker process: (pairs, tokenizer, how)
 
 
-def _adopt(folder: str, tokenizer_path: str, alphas: tuple[float, float]) -> None:
+def _adopt(folder: str, tokenizer_path: str, how: Sampling) -> None:
     global _adopted
-    _adopted = (load(folder), Tokenizer(tokenizer_path), alphas)
+    _adopted = (load(folder), Tokenizer(tokenizer_path), how)
 
 
 def _draw_adopted(chunk: tuple[int, int, int]) -> tuple[Drawn, Drawn | None]:

@@ -43,6 +43,11 @@ class TrainConfig:
     bf16: bool = True  # bf16 autocast where it is measured faster (device.use_bf16): CUDA, most bf16 CPUs
     world_size: int = 1  # processes training data-parallel (torchrun); each step takes one batch per process
 
+    def __post_init__(self):
+        """The per-step path (runs from before `sample_by_epoch`) samples sources only."""
+        if self.target_subword_alpha > 0 and not self.sample_by_epoch:
+            raise ValueError("target_subword_alpha needs sample_by_epoch (targets are drawn by the epoch)")
+
 
 # The limits belong to one invocation: a resumed run takes them from the new command line (a run
 # started with N processes may resume with M).

@@ -174,15 +174,10 @@ class Loop:
             return self.train_set, None
         kept = self.run_dir / KEPT if self.world.is_main else None  # rank 0 alone writes
         workers = max(1, (os.cpu_count() or 1) // self.world.size)  # each process draws: share the cores
+        # targets fit max_len - 1 pieces, as collate cuts them: the rest of the positions hold BOS or EOS
+        sides = dict(target_alpha=cfg.target_subword_alpha, target_limit=self.max_len - 1)
         sampled = SampledPairs(
-            self.train_set,
-            self.tokenizer,
-            cfg.subword_alpha,
-            cfg.seed,
-            epoch,
-            kept,
-            workers,
-            target_alpha=cfg.target_subword_alpha,
+            self.train_set, self.tokenizer, cfg.subword_alpha, cfg.seed, epoch, kept, workers, **sides
         )
         return sampled, sampled.rows
 

@@ -64,12 +64,9 @@ def stored_train_config(run_dir: Path) -> TrainConfig:
             f"{where}: the 'train' section has fields this version does not know: {', '.join(unknown)}"
         )
     try:
-        config = from_json(TrainConfig, {**ADDED_SINCE, **values}, f"{where}: the 'train' section")
+        return from_json(TrainConfig, {**ADDED_SINCE, **values}, f"{where}: the 'train' section")
     except ValueError as e:
         raise Seq2SeqError(str(e)) from None
-    if config.target_subword_alpha > 0 and not config.sample_by_epoch:
-        raise Seq2SeqError(f"{where}: target_subword_alpha needs sample_by_epoch (drawn by the epoch)")
-    return config
 
 
 def is_resumable(run_dir: Path) -> bool:
