@@ -90,9 +90,10 @@ class SampledPairs:
                 drawn = pool.map(_draw_adopted, chunks)  # in the chunks' order
         else:
             drawn = [draw_chunk(pairs, tokenizer, self.how, *chunk) for chunk in chunks]
-        # per side: (pieces,) end to end and (N + 1,) where each pair's pieces begin
+        # per side drawn: (pieces,) end to end and (N + 1,) where each pair's pieces begin
         self.flat, self.offsets = _joined([src for src, _ in drawn])
-        self.tgt_flat, self.tgt_offsets = _joined([tgt for _, tgt in drawn])
+        if self.how.target_alpha > 0:
+            self.tgt_flat, self.tgt_offsets = _joined([tgt for _, tgt in drawn])
         src_lengths, tgt_lengths = self.side_lengths()
         # (N,) the batching length, as the stored one: the longer side + EOS (batch.pair_lengths)
         self.lengths = np.maximum(src_lengths, tgt_lengths) + 1
@@ -111,23 +112,23 @@ class SampledPairs:
                 if str(kept["key"]) != key:
                     return False
                 self.flat, self.offsets, self.lengths = kept["flat"], kept["offsets"], kept["lengths"]
-                self.tgt_flat, self.tgt_offsets = _STORED
                 if self.how.target_alpha > 0:
                     self.tgt_flat, self.tgt_offsets = kept["tgt_flat"], kept["tgt_offsets"]
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             return False
         n = len(self.pairs)
-        return len(self.lengths) == n == len(self.offsets) - 1 and len(self.tgt_offsets) in (0, n + 1)
+        whole = len(self.lengths) == n == len(self.offsets) - 1
+        return whole and (self.how.target_alpha <= 0 or len(self.tgt_offsets) == n + 1)
 
     def side_lengths(self) -> tuple[np.ndarray, np.ndarray]:
         """(N,) source and (N,) target lengths, in ids, each side's as drawn or stored."""
-        tgt = np.diff(self.tgt_offsets) if len(self.tgt_offsets) else self.pairs.target_lengths()
+        tgt = np.diff(self.tgt_offsets) if self.how.target_alpha > 0 else self.pairs.target_lengths()
         return np.diff(self.offsets), tgt
 
     def rows(self, indices) -> tuple[list[list[int]], list[list[int]]]:
         """The pieces of these pairs, each side's as drawn or stored, as `TokenizedPairs.rows`."""
         src = _pieces(self.flat, self.offsets, indices)
-        if len(self.tgt_offsets):
+        if self.how.target_alpha > 0:
             return src, _pieces(self.tgt_flat, self.tgt_offsets, indices)
         (tgt,) = self.pairs.columns(indices, "tgt_ids")
         return src, tgt
@@ -139,7 +140,6 @@ class Sampling(NamedTuple):
     target_limit: int  # a longer target draw keeps the stored pieces
 
 
-_STORED = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64))  # a side not sampled: read the set
 Drawn = tuple[np.ndarray, np.ndarray]  # (n,) piece counts and (sum of counts,) pieces of n rows
 
 
@@ -170,12 +170,10 @@ def _flattened(ids: list[list[int]]) -> Drawn:
     return counts, np.fromiter(chain.from_iterable(ids), dtype=np.int32)
 
 
-def _joined(chunks: list[Drawn | None]) -> tuple[np.ndarray, np.ndarray]:
-    """The chunks' pieces end to end (pieces,) and each row's start (N + 1,); `_STORED` for none."""
+def _joined(chunks: list[Drawn]) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks' pieces end to end (pieces,) and each row's start (N + 1,)."""
     if not chunks:
         return np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64)
-    if chunks[0] is None:
-        return _STORED
     counts = np.concatenate([c for c, _ in chunks])
     return np.concatenate([p for _, p in chunks]), np.concatenate([[0], np.cumsum(counts)])
 
