@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from seq2seq.models.dropout import LEVELS, Dropout, dropout
+from seq2seq.models.dropout import LEVELS, Dropout, attention_kernels, dropout
+from seq2seq.models.transformer import Transformer, TransformerConfig
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3])
@@ -50,3 +51,51 @@ def test_a_gpu_keeps_pytorchs_dropout():
     assert out.device.type == "cuda"
     assert abs((out == 0).float().mean().item() - 0.1) < 0.002
     assert out.unique().tolist() == [0.0, pytest.approx(1 / 0.9)]
+
+
+CUDA, CPU = torch.device("cuda"), torch.device("cpu")
+
+
+def test_attention_with_dropout_on_cuda_leaves_cudnn_out():
+    """cuDNN's attention builds a graph per dropout p, and late dropout gives each step a new p."""
+    assert torch.backends.cuda.cudnn_sdp_enabled()
+    with attention_kernels(CUDA, 0.1):
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
+    assert torch.backends.cuda.cudnn_sdp_enabled()
+    for device, p in [(CUDA, 0.0), (CPU, 0.1)]:  # no dropout, or not a GPU: PyTorch's own choice
+        with attention_kernels(device, p):
+            assert torch.backends.cuda.cudnn_sdp_enabled()
+
+
+def test_the_transformer_asks_for_its_attention_kernels_with_its_dropout(monkeypatch):
+    """Every SDPA call goes through `attention_kernels`, with the p it passes to SDPA."""
+    import seq2seq.models.transformer as transformer
+
+    asked = []
+    monkeypatch.setattr(
+        transformer, "attention_kernels", lambda device, p: asked.append(p) or attention_kernels(device, p)
+    )
+    model = Transformer(TransformerConfig(vocab_size=40, d_model=32, n_heads=4, d_ff=64, dropout=0.0)).train()
+    src, tgt = torch.randint(4, 40, (2, 5)), torch.randint(4, 40, (2, 6))
+    model(src, tgt)
+    assert asked == [0.0] * 9  # 3 encoder, 3 decoder self and 3 cross attentions
+    model.set_dropout(0.25)  # on a CPU a training attention with dropout takes the cheap mask instead
+    model.eval()(src, tgt)
+    assert asked == [0.0] * 18
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_gpu_trains_with_a_new_attention_dropout_every_step():
+    """Late dropout's ramp on CUDA: each step a new p, every step finite and differentiable."""
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(vocab_size=40, d_model=32, n_heads=4, d_ff=64)).to(CUDA).train()
+    src, tgt = torch.randint(4, 40, (4, 7), device=CUDA), torch.randint(4, 40, (4, 8), device=CUDA)
+    src[::2, 5:] = 0  # padding, so attention has a mask
+    for step in range(5):
+        model.set_dropout(0.1 + 0.01 * step)
+        with torch.autocast("cuda", torch.bfloat16):
+            loss = model(src, tgt).float().logsumexp(-1).mean()
+        loss.backward()
+        assert torch.isfinite(loss)
+    assert torch.backends.cuda.cudnn_sdp_enabled()  # given back after each call

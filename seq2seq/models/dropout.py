@@ -10,12 +10,18 @@ is dropped when its number falls below p * 65536, so p is rounded to a multiple 
 The comparison writes the mask in x's type directly: a bool mask converted afterwards took 6x as
 long (4.4 against 0.75 ms for a (3072, 1024) mask, the feed-forward's, on that CPU).
 On a GPU, whose generator is fast, it is `F.dropout`.
+
+Attention's dropout on a GPU is SDPA's own, from a kernel that takes p as an argument, never
+cuDNN's (`attention_kernels`).
 """
+
+from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 LEVELS = 1 << 16  # the mask's resolution: one 16-bit number per element
 
@@ -37,6 +43,19 @@ def random_int16(n: int) -> Tensor:
     seed = int(torch.randint(0, 2**62, (1,)))
     words = np.random.SFC64(seed).random_raw((n + 3) // 4)  # (ceil(n / 4),) uint64
     return torch.from_numpy(words.view(np.int16)[:n])
+
+
+# every SDPA kernel but cuDNN's, in PyTorch's order of preference
+NOT_CUDNN = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
+def attention_kernels(device: torch.device, p: float) -> AbstractContextManager:
+    """Where SDPA runs an attention with dropout p: on CUDA with p > 0, anywhere but cuDNN.
+    cuDNN's attention builds an execution graph for each dropout probability it sees and caches
+    it (1.7 s for a forward and backward on an H100, torch 2.11): late dropout's ramp gives every
+    step a new p, and training there ran at 1/100 of its speed from the ramp's first step
+    (scripts/bench_attention_dropout.py). The other kernels take p as an argument, at no cost."""
+    return sdpa_kernel(NOT_CUDNN) if device.type == "cuda" and p > 0.0 else nullcontext()
 
 
 class Dropout(nn.Dropout):

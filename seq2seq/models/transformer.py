@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from seq2seq.data.special import PAD_ID
 from seq2seq.models.cache import DecoderCache
-from seq2seq.models.dropout import Dropout
+from seq2seq.models.dropout import Dropout, attention_kernels
 from seq2seq.models.positions import init_weights, sinusoids
 from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
 
@@ -100,7 +100,8 @@ class Attention(nn.Module):
             y = self.drop(self.weights(q, k, mask, causal)) @ v
         else:
             p = self.drop.p if self.training else 0.0
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal)
+            with attention_kernels(q.device, p):  # never cuDNN's with dropout: a graph per p
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal)
         B, H, T, Dh = y.shape
         return self.out(y.transpose(1, 2).reshape(B, T, H * Dh))
 
