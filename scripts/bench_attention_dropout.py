@@ -4,7 +4,7 @@ of the `small` Transformer, with a fixed and with a changing p, under PyTorch's 
 kernel and under the one training makes (`models.dropout.attention_kernels`: never cuDNN's).
 
     python scripts/bench_attention_dropout.py            # needs a CUDA device
-    python scripts/bench_attention_dropout.py --steps 20
+    python scripts/bench_attention_dropout.py --steps 20 --slow-steps 5
 
 cuDNN's attention builds an execution graph for each dropout probability, so under PyTorch's
 choice a changing p pays that build on every call. Prints the GPU and the CPU first; every row
@@ -19,11 +19,23 @@ from contextlib import nullcontext
 import torch
 import torch.nn.functional as F
 from machine import cpu  # this folder is on the path when a script runs
+from torch.nn.attention import SDPBackend
 
+import seq2seq.models.transformer as transformer
 from seq2seq.models.dropout import attention_kernels
 from seq2seq.models.transformer import Transformer, TransformerConfig
 
 CUDA = torch.device("cuda")
+
+
+def chosen_kernel(ours: bool) -> str:
+    """The kernel SDPA picks for the benchmark's shapes and a dropout (it varies with the torch
+    and cuDNN versions: where it is not cuDNN's, the rows below show no difference)."""
+    q = torch.randn(128, 4, 24, 64, device=CUDA, dtype=torch.bfloat16)
+    mask = torch.ones(128, 1, 1, 24, dtype=torch.bool, device=CUDA)
+    with attention_kernels(CUDA, 0.1) if ours else nullcontext():
+        choice = torch._fused_sdp_choice(q, q, q, attn_mask=mask, dropout_p=0.1)
+    return {b.value: name for name, b in SDPBackend.__members__.items()}.get(choice, str(choice))
 
 
 def sdpa_ms(steps: int, changing: bool, ours: bool, first_p: float) -> float:
@@ -46,8 +58,10 @@ def sdpa_ms(steps: int, changing: bool, ours: bool, first_p: float) -> float:
     return (time.perf_counter() - start) / steps * 1e3
 
 
-def step_ms(steps: int, changing: bool, first_p: float) -> float:
-    """Mean ms of the `small` model's training step (bf16 autocast, batch 128 x 24 pieces)."""
+def step_ms(steps: int, changing: bool, ours: bool, first_p: float) -> float:
+    """Mean ms of the `small` model's training step (bf16 autocast, batch 128 x 24 pieces), with
+    training's kernels or (`ours` False) with PyTorch's choice."""
+    transformer.attention_kernels = attention_kernels if ours else (lambda device, p: nullcontext())
     torch.manual_seed(0)
     model = Transformer(TransformerConfig(vocab_size=8000)).to(CUDA).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
@@ -58,7 +72,7 @@ def step_ms(steps: int, changing: bool, first_p: float) -> float:
             torch.cuda.synchronize()
             start = time.perf_counter()
         model.set_dropout(first_p + (1e-6 * i if changing else 0.0))
-        with torch.autocast("cuda", torch.bfloat16):
+        with torch.autocast(CUDA.type, torch.bfloat16):
             logits = model(src, tgt[:, :-1])  # (B, T, V)
         F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten()).backward()
         optimizer.step()
@@ -70,18 +84,25 @@ def step_ms(steps: int, changing: bool, first_p: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10, help="timed calls per row, after two warm-ups")
+    parser.add_argument("--slow-steps", type=int, default=3, help="timed steps of the slow row")
     args = parser.parse_args()
+    if args.steps < 1 or args.slow_steps < 1:
+        sys.exit("--steps and --slow-steps must be at least 1")
     if not torch.cuda.is_available():
         sys.exit("needs a CUDA device: on a CPU attention's dropout never reaches SDPA's kernels")
     print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}; CPU: {cpu()}")
+    print(f"SDPA's kernel with dropout: {chosen_kernel(False)}; training's: {chosen_kernel(True)}")
     print("SDPA forward + backward, ms per call:")
     for row, (changing, ours) in enumerate([(False, False), (True, False), (False, True), (True, True)]):
         kernels = "training's kernels (no cuDNN)" if ours else "PyTorch's choice"
         p = "changing p" if changing else "fixed p"
         print(f"  {kernels:30s} {p:11s} {sdpa_ms(args.steps, changing, ours, 0.1 + 0.01 * row):9.2f}")
-    print("small Transformer training step (training's kernels), ms per step:")
-    for changing in (False, True):
-        print(f"  {'changing p' if changing else 'fixed p':11s} {step_ms(args.steps, changing, 0.2):9.2f}")
+    print("small Transformer training step, ms per step:")
+    for row, (changing, ours) in enumerate([(False, False), (True, False), (False, True), (True, True)]):
+        kernels = "training's kernels (no cuDNN)" if ours else "PyTorch's choice"
+        steps = args.slow_steps if changing and not ours else args.steps  # the slow row: seconds a step
+        p = "changing p" if changing else "fixed p"
+        print(f"  {kernels:30s} {p:11s} {step_ms(steps, changing, ours, 0.2 + 0.01 * row):9.2f}")
 
 
 if __name__ == "__main__":

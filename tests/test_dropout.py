@@ -68,6 +68,17 @@ def test_attention_with_dropout_on_cuda_leaves_cudnn_out():
             assert torch.backends.cuda.cudnn_sdp_enabled()
 
 
+def test_a_kernel_the_user_turned_off_stays_off():
+    torch.backends.cuda.enable_flash_sdp(False)
+    try:
+        with attention_kernels(CUDA, 0.1):
+            assert not torch.backends.cuda.flash_sdp_enabled() and not torch.backends.cuda.cudnn_sdp_enabled()
+            assert torch.backends.cuda.mem_efficient_sdp_enabled()
+        assert not torch.backends.cuda.flash_sdp_enabled()
+    finally:
+        torch.backends.cuda.enable_flash_sdp(True)
+
+
 def test_the_transformer_asks_for_its_attention_kernels_with_its_dropout(monkeypatch):
     """Every SDPA call goes through `attention_kernels`, with the p it passes to SDPA."""
     import seq2seq.models.transformer as transformer
@@ -86,8 +97,15 @@ def test_the_transformer_asks_for_its_attention_kernels_with_its_dropout(monkeyp
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_a_gpu_trains_with_a_new_attention_dropout_every_step():
-    """Late dropout's ramp on CUDA: each step a new p, every step finite and differentiable."""
+def test_a_gpu_trains_with_a_new_attention_dropout_every_step(monkeypatch):
+    """Late dropout's ramp on CUDA: each step a new p, and no SDPA call with dropout may reach cuDNN."""
+    sdpa, calls = torch.nn.functional.scaled_dot_product_attention, []
+
+    def checked(*args, dropout_p=0.0, **kwargs):
+        calls.append((dropout_p, torch.backends.cuda.cudnn_sdp_enabled()))
+        return sdpa(*args, dropout_p=dropout_p, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", checked)
     torch.manual_seed(0)
     model = Transformer(TransformerConfig(vocab_size=40, d_model=32, n_heads=4, d_ff=64)).to(CUDA).train()
     src, tgt = torch.randint(4, 40, (4, 7), device=CUDA), torch.randint(4, 40, (4, 8), device=CUDA)
@@ -98,4 +116,6 @@ def test_a_gpu_trains_with_a_new_attention_dropout_every_step():
             loss = model(src, tgt).float().logsumexp(-1).mean()
         loss.backward()
         assert torch.isfinite(loss)
+    assert [p for p, _ in calls] == [pytest.approx(0.1 + 0.01 * step) for step in range(5) for _ in range(9)]
+    assert not any(cudnn for _, cudnn in calls)
     assert torch.backends.cuda.cudnn_sdp_enabled()  # given back after each call

@@ -45,17 +45,22 @@ def random_int16(n: int) -> Tensor:
     return torch.from_numpy(words.view(np.int16)[:n])
 
 
-# every SDPA kernel but cuDNN's, in PyTorch's order of preference
-NOT_CUDNN = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
-
-
 def attention_kernels(device: torch.device, p: float) -> AbstractContextManager:
-    """Where SDPA runs an attention with dropout p: on CUDA with p > 0, anywhere but cuDNN.
-    cuDNN's attention builds an execution graph for each dropout probability it sees and caches
-    it (1.7 s for a forward and backward on an H100, torch 2.11): late dropout's ramp gives every
-    step a new p, and training there ran at 1/100 of its speed from the ramp's first step
-    (scripts/bench_attention_dropout.py). The other kernels take p as an argument, at no cost."""
-    return sdpa_kernel(NOT_CUDNN) if device.type == "cuda" and p > 0.0 else nullcontext()
+    """Where SDPA may run an attention with dropout p: on CUDA with p > 0, in the kernels enabled
+    now other than cuDNN's. cuDNN's attention builds an execution graph for each dropout
+    probability it meets and caches it; late dropout's ramp gives every step a new p. On an H100
+    (torch 2.11, whose SDPA picked cuDNN for our shapes) one forward and backward took 1.7 s with a
+    new p against 0.3 ms with the same one, and training fell from about 60,000 to 660 target
+    tokens/s when the ramp began (docs/performance.md, "On a GPU"). Flash, memory-efficient and
+    math attention take p as an argument."""
+    if device.type != "cuda" or p == 0.0:
+        return nullcontext()
+    enabled = {
+        SDPBackend.FLASH_ATTENTION: torch.backends.cuda.flash_sdp_enabled(),
+        SDPBackend.EFFICIENT_ATTENTION: torch.backends.cuda.mem_efficient_sdp_enabled(),
+        SDPBackend.MATH: torch.backends.cuda.math_sdp_enabled(),
+    }
+    return sdpa_kernel([kernel for kernel, on in enabled.items() if on] or [SDPBackend.MATH])
 
 
 class Dropout(nn.Dropout):
