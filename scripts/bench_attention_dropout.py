@@ -81,6 +81,14 @@ def step_ms(steps: int, changing: bool, ours: bool, first_p: float) -> float:
     return (time.perf_counter() - start) / steps * 1e3
 
 
+ROWS = [(False, False), (True, False), (False, True), (True, True)]  # (p changing, training's kernels)
+
+
+def label(changing: bool, ours: bool) -> str:
+    kernels = "training's kernels (no cuDNN)" if ours else "PyTorch's choice"
+    return f"{kernels:30s} {'changing p' if changing else 'fixed p':11s}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10, help="timed calls per row, after two warm-ups")
@@ -93,16 +101,12 @@ def main() -> None:
     print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}; CPU: {cpu()}")
     print(f"SDPA's kernel with dropout: {chosen_kernel(False)}; training's: {chosen_kernel(True)}")
     print("SDPA forward + backward, ms per call:")
-    for row, (changing, ours) in enumerate([(False, False), (True, False), (False, True), (True, True)]):
-        kernels = "training's kernels (no cuDNN)" if ours else "PyTorch's choice"
-        p = "changing p" if changing else "fixed p"
-        print(f"  {kernels:30s} {p:11s} {sdpa_ms(args.steps, changing, ours, 0.1 + 0.01 * row):9.2f}")
+    for row, (changing, ours) in enumerate(ROWS):
+        print(f"  {label(changing, ours)} {sdpa_ms(args.steps, changing, ours, 0.1 + 0.01 * row):9.2f}")
     print("small Transformer training step, ms per step:")
-    for row, (changing, ours) in enumerate([(False, False), (True, False), (False, True), (True, True)]):
-        kernels = "training's kernels (no cuDNN)" if ours else "PyTorch's choice"
+    for row, (changing, ours) in enumerate(ROWS):
         steps = args.slow_steps if changing and not ours else args.steps  # the slow row: seconds a step
-        p = "changing p" if changing else "fixed p"
-        print(f"  {kernels:30s} {p:11s} {step_ms(steps, changing, ours, 0.2 + 0.01 * row):9.2f}")
+        print(f"  {label(changing, ours)} {step_ms(steps, changing, ours, 0.2 + 0.01 * row):9.2f}")
 
 
 if __name__ == "__main__":
