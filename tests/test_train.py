@@ -84,6 +84,7 @@ def test_resumed_training_equals_uninterrupted(tmp_path, model_cfg):
     config = TrainConfig(  # late dropout's ramp from epoch 0.5: the resumed run starts mid-ramp
         corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=5, device="cpu",
         bf16=False, late_dropout=0.3, late_dropout_from=0.5, late_dropout_over=1.0,
+        source_word_dropout=0.2,  # its masks must resume too
     )  # fmt: skip
     train(tmp_path / "straight", replace(config, max_steps=12), model_cfg)
     (tmp_path / "resumed").mkdir()

@@ -131,6 +131,14 @@ def train(
         callback=finite,
         help="Sample target segmentations each epoch too, P(x)^alpha (0: off).",
     ),
+    source_word_dropout: float = typer.Option(
+        RECIPE.source_word_dropout,
+        min=0.0,
+        max=0.9,
+        callback=finite,
+        help="Word dropout: each source piece of a training batch becomes <unk> with this probability "
+        "(0: off).",
+    ),
     vocab_size: int = typer.Option(
         RECIPE.vocab_size, min=8, help="Vocabulary size, if the run has no tokenizer."
     ),
@@ -175,6 +183,7 @@ def train(
         label_smoothing=label_smoothing,
         subword_alpha=subword_alpha,
         target_subword_alpha=target_subword_alpha,
+        source_word_dropout=source_word_dropout,
         late_dropout=late_dropout,
         late_dropout_from=late_dropout_from,
         late_dropout_over=late_dropout_over,

@@ -5,13 +5,13 @@ Shapes: B sentences, S source length, T target length.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
+from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 
 @dataclass
@@ -37,6 +37,20 @@ def collate(src_ids: list[list[int]], tgt_ids: list[list[int]], max_len: int) ->
     tgt_in = pad([[BOS_ID, *t[: max_len - 1]] for t in tgt_ids])
     tgt_out = pad([[*t[: max_len - 1], EOS_ID] for t in tgt_ids])
     return Batch(src, tgt_in, tgt_out, int((tgt_out != PAD_ID).sum()))
+
+
+def blank_source_pieces(batch: Batch, p: float) -> Batch:
+    """Word dropout on the source (Marian's --dropout-src; Sennrich and Zhang 2019 found it among
+    the levers that matter for a small corpus): each source piece becomes UNK with probability p,
+    so the model learns to translate around a word it cannot read, as it must around a rare one
+    at test time. EOS and padding stay; the lengths do not change. The mask comes from PyTorch's
+    generator, which a run seeds and saves, so a resumed run draws what the unbroken one would;
+    p = 0 draws nothing, leaving every later random number (dropout's) as it was."""
+    if p <= 0:
+        return batch
+    readable = (batch.src != PAD_ID) & (batch.src != EOS_ID)  # (B, S)
+    blank = readable & (torch.rand(batch.src.shape, device=batch.src.device) < p)
+    return replace(batch, src=batch.src.masked_fill(blank, UNK_ID))
 
 
 def pad(rows: list[list[int]]) -> Tensor:

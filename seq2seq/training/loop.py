@@ -53,6 +53,7 @@ class Loop:
             self.autocast,
             config.clip_norm,
             config.label_smoothing,
+            config.source_word_dropout,
         )
 
     def run(self, state: TrainingState, reporter: Reporter, should_stop, start_time: float) -> dict:
