@@ -71,3 +71,23 @@ def test_a_training_step_reads_the_blanked_source():
     plain, _ = step(twin, 0.0)(all_unk, lr=0.0)
     unblanked, _ = step(twin, 0.0)(batch, lr=0.0)
     assert blanked == plain and blanked != unblanked
+
+
+def test_a_run_trains_with_the_rate_of_its_config(tmp_path, monkeypatch):
+    from seq2seq.training import step as step_module
+    from seq2seq.training.config import TrainConfig
+    from seq2seq.training.train import train
+    from tests.test_train import REVERSE_MODEL, write_reversal_task
+
+    rates = []
+    blank = step_module.blank_source_pieces
+    monkeypatch.setattr(
+        step_module, "blank_source_pieces", lambda batch, p: rates.append(p) or blank(batch, p)
+    )
+    corpus = write_reversal_task(tmp_path / "data", n_train=200, n_val=5)
+    config = TrainConfig(
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, max_steps=2, device="cpu",
+        bf16=False, subword_alpha=0.0, average=0, source_word_dropout=0.25,
+    )  # fmt: skip
+    train(tmp_path / "run", config, REVERSE_MODEL)
+    assert rates == [0.25, 0.25]
