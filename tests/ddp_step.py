@@ -10,6 +10,7 @@ from contextlib import nullcontext
 import torch
 from safetensors.torch import save_file
 
+from seq2seq.cli.app import finish
 from seq2seq.data.batch import collate
 from seq2seq.models.transformer import Transformer, TransformerConfig
 from seq2seq.training.distributed import rank_batch, world
@@ -55,3 +56,4 @@ def main(out: str) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1])
+    finish(0)  # as the CLI ends a torchrun process: gloo's threads outlive the group under DDP

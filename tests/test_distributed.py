@@ -18,6 +18,7 @@ from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.training.checkpoint import CONFIG, METRICS, load_run, read_metrics
 from seq2seq.training.distributed import World, rank_batch
 from seq2seq.training.step import TrainStep
+from tests.cli_helpers import run_cli
 from tests.conftest import saved_step
 from tests.ddp_step import fresh_model, step_batches
 
@@ -176,3 +177,24 @@ def test_a_lost_peer_is_one_line_on_the_other_ranks():
         raise RuntimeError("Connection closed by peer [127.0.0.1]:29500\nmore")
     with pytest.raises(RuntimeError), peers_watched(World(rank=0, size=2)):  # rank 0 keeps its own
         raise RuntimeError("disk full")
+
+
+def test_a_torchrun_process_ends_without_the_interpreters_finalization(tmp_path, capsys, monkeypatch):
+    """Under DDP gloo's worker threads outlive destroy_process_group, and one that drops a tensor
+    while the interpreter finalizes aborts the process: so a torchrun process ends by os._exit
+    with the command's code, its output written; a lone process exits as always."""
+
+    class Exited(Exception):
+        pass
+
+    def exit_now(code: int):
+        raise Exited(code)
+
+    monkeypatch.setattr(os, "_exit", exit_now)
+    missing = ["translate", "--run", str(tmp_path / "missing")]
+    assert run_cli(missing, capsys, monkeypatch).code == 2  # one process: sys.exit
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(Exited) as exited:
+        run_cli(missing, capsys, monkeypatch)
+    assert exited.value.args == (2,)
+    assert "missing" in capsys.readouterr().err

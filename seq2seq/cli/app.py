@@ -5,6 +5,7 @@ import errno
 import io
 import os
 import sys
+from typing import NoReturn
 
 import typer
 
@@ -82,4 +83,21 @@ def main() -> None:
             "score); the run's last checkpoint is kept"
         )
         code = 2
-    sys.exit(code if isinstance(code, int) else 0)
+    finish(code if isinstance(code, int) else 0)
+
+
+def finish(code: int) -> NoReturn:
+    """Exit with `code`; a torchrun process skips the interpreter's finalization (os._exit, once
+    stdout and stderr are flushed). DDP keeps gloo's process group, and so its worker threads,
+    alive past destroy_process_group; a worker that lets go of a tensor while the interpreter
+    finalizes cannot take the GIL and aborts the process ("terminate called without an active
+    exception", SIGABRT; pytorch/pytorch#179291), which fails the whole job after a good run.
+    Everything the run writes is closed by the time the command returns. (Looked up, not imported:
+    a command that never imported torch has no process group, and `--help` stays fast.)"""
+    distributed = sys.modules.get("seq2seq.training.distributed")
+    if distributed is not None and distributed.launched_by_torchrun():
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
+    sys.exit(code)
