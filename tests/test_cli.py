@@ -107,15 +107,18 @@ def test_shape_options_set_the_model_over_the_preset(cli, tmp_path):
     run = tmp_path / "run"
     shape = dict(d_model=48, heads=2, ff=96, encoder_layers=3, decoder_layers=1)
     options = [text for name, value in shape.items() for text in (f"--{name.replace('_', '-')}", str(value))]
-    result = cli(*TRAIN, "--max-steps", "1", *options, "--data-dir", data, "--run", run)
+    result = cli(*TRAIN, "--max-steps", "1", *options, "--no-norm-first", "--data-dir", data, "--run", run)
     assert result.code == 0, result.err
     model = json.loads((run / "config.json").read_text())["model"]
-    fields = ("d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers")
-    assert tuple(model[f] for f in fields) == tuple(shape.values())
+    fields = ("d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers", "norm_first")
+    assert tuple(model[f] for f in fields) == (*shape.values(), False)  # post-LN, as asked
     assert model["vocab_size"] <= 60 and model["max_positions"] == 256  # the rest is tiny's
-    assert check_typed_options(run, shape | {"preset": "tiny"}) == []  # typed again: the run's own
+    typed = shape | {"preset": "tiny", "norm_first": False}
+    assert check_typed_options(run, typed) == []  # typed again: the run's own
     with pytest.raises(Seq2SeqError, match="another model than --encoder-layers 2"):
         check_typed_options(run, {"encoder_layers": 2})
+    with pytest.raises(Seq2SeqError, match="another model than --norm-first describes"):
+        check_typed_options(run, {"norm_first": True})
 
 
 def test_a_run_written_before_subword_sampling_resumes_without_it(trained, tmp_path):

@@ -76,6 +76,12 @@ def train(
     decoder_layers: int | None = typer.Option(None, min=1, help="transformer: decoder layers."),
     heads: int | None = typer.Option(None, min=1, help="transformer: attention heads."),
     ff: int | None = typer.Option(None, min=1, help="transformer: feed-forward width."),
+    norm_first: bool | None = typer.Option(
+        None,
+        "--norm-first/--no-norm-first",
+        help="transformer: LayerNorm before each sublayer (pre-LN, the presets') or, with "
+        "--no-norm-first, after the residual add (post-LN, the 2017 paper's).",
+    ),
     epochs: int | None = typer.Option(
         None, min=1, help="Epochs at most [default: 10, or no limit with --max-minutes]."
     ),

@@ -46,7 +46,7 @@ PRESETS = {
 # `seq2seq train` options that set one field over the preset -> that field
 OPTIONS = dict(
     d_model="d_model", heads="n_heads", ff="d_ff", encoder_layers="n_encoder_layers",
-    decoder_layers="n_decoder_layers",
+    decoder_layers="n_decoder_layers", norm_first="norm_first",
 )  # fmt: skip
 
 

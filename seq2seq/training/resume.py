@@ -102,7 +102,7 @@ def check_typed_options(run_dir: Path, typed: dict[str, object]) -> list[str]:
     model = ckpt.model_config(ckpt.load_config(run_dir))
     for name in [n for n in MODEL_OPTIONS if n in typed]:
         if not _same_model(model, name, typed):
-            option = f"--{name.replace('_', '-')} {typed[name]}"
+            option = flag(name, typed[name])
             raise Seq2SeqError(
                 f"{run_dir} holds another model than {option} describes; a resumed run keeps its model "
                 "(start a new --run to change it)"
@@ -135,3 +135,10 @@ def _vocabulary_notices(run_dir: Path, typed: dict[str, object]) -> list[str]:
     if pieces == typed["vocab_size"]:
         return []
     return [f"--vocab-size is not used: {run_dir} already has a tokenizer of {pieces} pieces"]
+
+
+def flag(name: str, value: object) -> str:
+    """The option as typed: `--heads 8`, and a switch by its own name (`--no-norm-first`)."""
+    if isinstance(value, bool):
+        return f"--{'' if value else 'no-'}{name.replace('_', '-')}"
+    return f"--{name.replace('_', '-')} {value}"
