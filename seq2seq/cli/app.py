@@ -91,9 +91,10 @@ def finish(code: int) -> NoReturn:
     stdout and stderr are flushed). DDP keeps gloo's process group, and so its worker threads,
     alive past destroy_process_group; a worker that lets go of a tensor while the interpreter
     finalizes cannot take the GIL and aborts the process ("terminate called without an active
-    exception", SIGABRT; pytorch/pytorch#179291), which fails the whole job after a good run.
-    Everything the run writes is closed by the time the command returns. (Looked up, not imported:
-    a command that never imported torch has no process group, and `--help` stays fast.)"""
+    exception", SIGABRT; an upstream fix, pytorch/pytorch PR 179291, was abandoned), which fails
+    the whole job after a good run. Everything the run writes is closed by the time the command
+    returns. (Looked up, not imported: a command that never imported torch has no process group,
+    and `--help` stays fast.)"""
     distributed = sys.modules.get("seq2seq.training.distributed")
     if distributed is not None and distributed.launched_by_torchrun():
         for stream in (sys.stdout, sys.stderr):
