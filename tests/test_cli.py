@@ -87,6 +87,7 @@ def test_train_again_resumes(trained, tmp_path):
         (["--preset", "small"], "holds another model than --preset small describes"),
         (["--arch", "rnn"], "holds another model than --arch rnn describes"),
         (["--decoder-layers", "1"], "holds another model than --decoder-layers 1 describes"),
+        (["--no-norm-first"], "holds another model than --no-norm-first describes"),
         (["--vocab-size", "99"], "was started with --vocab-size 60"),
         (["--subword-alpha", "0.2"], "was started with --subword-alpha 0.3"),
         (["--label-smoothing", "0.2"], "was started with --label-smoothing 0.1"),

@@ -191,6 +191,7 @@ def test_a_torchrun_process_ends_without_the_interpreters_finalization(tmp_path,
         raise Exited(code)
 
     monkeypatch.setattr(os, "_exit", exit_now)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
     missing = ["translate", "--run", str(tmp_path / "missing")]
     assert run_cli(missing, capsys, monkeypatch).code == 2  # one process: sys.exit
     monkeypatch.setenv("WORLD_SIZE", "2")
@@ -198,3 +199,28 @@ def test_a_torchrun_process_ends_without_the_interpreters_finalization(tmp_path,
         run_cli(missing, capsys, monkeypatch)
     assert exited.value.args == (2,)
     assert "missing" in capsys.readouterr().err
+
+
+def test_a_bug_on_a_torchrun_rank_prints_its_traceback_and_ends_the_same_way(capsys, monkeypatch):
+    """Not an abort at finalization that would hide it: the traceback, then os._exit(1)."""
+    from seq2seq.cli import app
+
+    class Exited(Exception):
+        pass
+
+    def exit_now(code: int):
+        raise Exited(code)
+
+    def a_bug(**_):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(os, "_exit", exit_now)
+    monkeypatch.setattr(app, "app", a_bug)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(ValueError, match="a bug"):  # one process: Python reports it as always
+        run_cli(["translate"], capsys, monkeypatch)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(Exited) as exited:
+        run_cli(["translate"], capsys, monkeypatch)
+    assert exited.value.args == (1,)
+    assert "ValueError: a bug" in capsys.readouterr().err

@@ -5,6 +5,7 @@ import errno
 import io
 import os
 import sys
+import traceback
 from typing import NoReturn
 
 import typer
@@ -77,7 +78,10 @@ def main() -> None:
     except Exception as e:  # torch's OutOfMemoryError; torch is imported by then if it can occur
         torch = sys.modules.get("torch")
         if torch is None or not isinstance(e, torch.cuda.OutOfMemoryError):
-            raise
+            if not in_torchrun_job():
+                raise
+            traceback.print_exc()  # a bug on one rank: its traceback, then `finish`, not an abort
+            finish(1)
         display.error(
             "out of GPU memory: lower --max-tokens (train) or --batch-size (translate, evaluate, "
             "score); the run's last checkpoint is kept"
@@ -93,12 +97,17 @@ def finish(code: int) -> NoReturn:
     finalizes cannot take the GIL and aborts the process ("terminate called without an active
     exception", SIGABRT; an upstream fix, pytorch/pytorch PR 179291, was abandoned), which fails
     the whole job after a good run. Everything the run writes is closed by the time the command
-    returns. (Looked up, not imported: a command that never imported torch has no process group,
-    and `--help` stays fast.)"""
-    distributed = sys.modules.get("seq2seq.training.distributed")
-    if distributed is not None and distributed.launched_by_torchrun():
+    returns."""
+    if in_torchrun_job():
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
         os._exit(code)
     sys.exit(code)
+
+
+def in_torchrun_job() -> bool:
+    """One process of a torchrun job. Looked up, not imported: a command that never imported torch
+    has no process group, and `--help` stays fast."""
+    distributed = sys.modules.get("seq2seq.training.distributed")
+    return distributed is not None and distributed.launched_by_torchrun()

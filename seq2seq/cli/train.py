@@ -220,6 +220,7 @@ def architecture_config(arch: str, preset: str, dropout: float, options: dict[st
     (those not None) set over it. An option the architecture does not have is an error, never
     silently ignored."""
     from seq2seq.models.registry import ARCHITECTURES, preset_config
+    from seq2seq.training.resume import option_name
 
     if arch not in ARCHITECTURES:
         raise typer.BadParameter(f"{arch!r} is not one of {', '.join(ARCHITECTURES)}", param_hint="--arch")
@@ -230,7 +231,7 @@ def architecture_config(arch: str, preset: str, dropout: float, options: dict[st
         )
     given = {name: value for name, value in options.items() if value is not None}
     if foreign := [name for name in given if name not in architecture.options]:
-        flags = ", ".join(f"--{name.replace('_', '-')}" for name in foreign)
+        flags = ", ".join(option_name(name, given[name]) for name in foreign)
         verb = "is not an option" if len(foreign) == 1 else "are not options"
         raise typer.BadParameter(f"{flags} {verb} of --arch {arch}", param_hint="--arch")
     try:

@@ -138,7 +138,13 @@ def _vocabulary_notices(run_dir: Path, typed: dict[str, object]) -> list[str]:
 
 
 def flag(name: str, value: object) -> str:
-    """The option as typed: `--heads 8`, and a switch by its own name (`--no-norm-first`)."""
+    """The option as the user typed it, so a refusal quotes their words: `--heads 8`, and a
+    switch by its own name (`--no-norm-first`, never `--norm-first False`)."""
     if isinstance(value, bool):
-        return f"--{'' if value else 'no-'}{name.replace('_', '-')}"
-    return f"--{name.replace('_', '-')} {value}"
+        return option_name(name, value)
+    return f"{option_name(name)} {value}"
+
+
+def option_name(name: str, value: object = None) -> str:
+    """`heads` -> `--heads`; a switch turned off is its `--no-` form."""
+    return f"--{'no-' if value is False else ''}{name.replace('_', '-')}"
