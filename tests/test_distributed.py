@@ -179,19 +179,25 @@ def test_a_lost_peer_is_one_line_on_the_other_ranks():
         raise RuntimeError("disk full")
 
 
-def test_a_torchrun_process_ends_without_the_interpreters_finalization(tmp_path, capsys, monkeypatch):
-    """Under DDP gloo's worker threads outlive destroy_process_group, and one that drops a tensor
-    while the interpreter finalizes aborts the process: so a torchrun process ends by os._exit
-    with the command's code, its output written; a lone process exits as always."""
+class Exited(Exception):
+    """What `os._exit(code)` raises in these tests, so that pytest goes on."""
 
-    class Exited(Exception):
-        pass
 
+@pytest.fixture
+def exit_raises(monkeypatch):
     def exit_now(code: int):
         raise Exited(code)
 
     monkeypatch.setattr(os, "_exit", exit_now)
-    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)  # one process, until a test says otherwise
+
+
+def test_a_torchrun_process_ends_without_the_interpreters_finalization(
+    tmp_path, capsys, monkeypatch, exit_raises
+):
+    """Under DDP gloo's worker threads outlive destroy_process_group, and one that drops a tensor
+    while the interpreter finalizes aborts the process: so a torchrun process ends by os._exit
+    with the command's code, its output written; a lone process exits as always."""
     missing = ["translate", "--run", str(tmp_path / "missing")]
     assert run_cli(missing, capsys, monkeypatch).code == 2  # one process: sys.exit
     monkeypatch.setenv("WORLD_SIZE", "2")
@@ -201,22 +207,16 @@ def test_a_torchrun_process_ends_without_the_interpreters_finalization(tmp_path,
     assert "missing" in capsys.readouterr().err
 
 
-def test_a_bug_on_a_torchrun_rank_prints_its_traceback_and_ends_the_same_way(capsys, monkeypatch):
+def test_a_bug_on_a_torchrun_rank_prints_its_traceback_and_ends_the_same_way(
+    capsys, monkeypatch, exit_raises
+):
     """Not an abort at finalization that would hide it: the traceback, then os._exit(1)."""
     from seq2seq.cli import app
-
-    class Exited(Exception):
-        pass
-
-    def exit_now(code: int):
-        raise Exited(code)
 
     def a_bug(**_):
         raise ValueError("a bug")
 
-    monkeypatch.setattr(os, "_exit", exit_now)
     monkeypatch.setattr(app, "app", a_bug)
-    monkeypatch.delenv("WORLD_SIZE", raising=False)
     with pytest.raises(ValueError, match="a bug"):  # one process: Python reports it as always
         run_cli(["translate"], capsys, monkeypatch)
     monkeypatch.setenv("WORLD_SIZE", "2")

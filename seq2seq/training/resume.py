@@ -96,7 +96,7 @@ def check_typed_options(run_dir: Path, typed: dict[str, object]) -> list[str]:
     for name in sorted(set(typed) & {f.name for f in fields(stored)} - set(LIMITS)):
         if typed[name] != getattr(stored, name):
             raise Seq2SeqError(
-                f"{run_dir} was started with --{name.replace('_', '-')} {getattr(stored, name)}; a resumed "
+                f"{run_dir} was started with {flag(name, getattr(stored, name))}; a resumed "
                 "run keeps it (start a new --run to change it)"
             )
     model = ckpt.model_config(ckpt.load_config(run_dir))
