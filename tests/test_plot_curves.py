@@ -1,24 +1,17 @@
 """scripts/plot_curves.py: the minutes to a validation BLEU, read from metrics rows of run
 directories or results entries, printed and drawn; a name that is neither is one clean error."""
 
-import importlib
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from seq2seq.errors import Seq2SeqError
 from seq2seq.views import plots
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-
 
 @pytest.fixture
-def script(monkeypatch):
-    monkeypatch.syspath_prepend(str(SCRIPTS))
-    yield importlib.import_module("plot_curves")
-    sys.modules.pop("plot_curves", None)
+def script(scripts):
+    return scripts("plot_curves")
 
 
 def rows(*bleus: float) -> list[dict]:

@@ -1,21 +1,14 @@
 """scripts/reproduce_results.py names its entries and prints the README's table from the results
 file alone: what its options name, and that the table holds the entries asked for, in that order."""
 
-import importlib
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-
 
 @pytest.fixture
-def script(monkeypatch):
-    monkeypatch.syspath_prepend(str(SCRIPTS))  # the script imports its neighbour machine.py
-    yield importlib.import_module("reproduce_results")
-    sys.modules.pop("reproduce_results", None)
+def script(scripts):
+    return scripts("reproduce_results")
 
 
 def entry(pair: str, bleu: float) -> dict:
