@@ -1,0 +1,185 @@
+"""Decoding levers that need no training, on one run and one split (the validation set: levers are
+chosen there, never on a test set): the beam's n-best reranked by a coverage penalty (Wu et al.
+2016, the omissions lever) or by minimum Bayes risk, the n-best's oracle (how much any reranker of
+it could gain), and an ensemble with other runs of the same tokenizer (the mean of their
+probabilities at every step, through the package's own beam search).
+
+    cd scripts && python decoding_levers.py --run ../runs/multi30k-en-fr-late \
+        --data-dir ../../shared/corpora/multi30k --ensemble ../runs/multi30k-en-fr-bf16-e4d4
+
+A penalty applied only to finished hypotheses leaves the search itself unchanged, so reranking the
+n-best at nbest = beam is what a coverage penalty inside search would choose among (up to the
+finished hypotheses past the beam's width). Coverage is read from a teacher-forced pass over each
+hypothesis: the cross-attention, averaged over layers and heads, summed over the target positions
+(EOS included), per source piece.
+"""
+
+import argparse
+import math
+import platform
+import time
+from pathlib import Path
+
+import machine
+import numpy as np
+import sacrebleu
+import torch
+from sacrebleu.metrics import BLEU
+from torch import Tensor, nn
+
+from seq2seq.data.batch import pad
+from seq2seq.data.corpus import load_pairs
+from seq2seq.data.special import BOS_ID
+from seq2seq.decoding.search import DecodeOptions, Hypothesis, search, source_ids, translate
+from seq2seq.device import autocast
+from seq2seq.training.checkpoint import load_config, load_run
+
+BATCH = 64
+BETAS = (0.1, 0.2, 0.4, 1.0)  # coverage penalty weights (GNMT used 0.2)
+SENTENCE_BLEU = BLEU(effective_order=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    cfg = load_config(args.run)["train"]
+    pairs = load_pairs("multi30k", args.split, cfg["src"], cfg["tgt"], args.data_dir)
+    sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
+    model, tokenizer = load_run(args.run)
+    print(f"{args.run}, {args.split} ({len(pairs)} pairs), beam {args.beam}, bf16 {args.bf16}")
+    print(f"{machine.cpu()}, torch {torch.__version__}, Python {platform.python_version()}")
+    start = time.perf_counter()
+    ids, nbest = n_best(model, tokenizer, sources, args.beam, args.bf16)
+    texts = [tokenizer.decode([h.tokens for h in hyps]) for hyps in nbest]
+    coverage = [coverage_penalties(model, ids[i], hyps) for i, hyps in enumerate(nbest)]
+    scores = [np.array([h.score for h in hyps]) for hyps in nbest]
+    report("beam search (its best)", [t[0] for t in texts], refs)
+    for beta in BETAS:
+        picks = [int(np.argmax(s + beta * c)) for s, c in zip(scores, coverage, strict=True)]
+        report(f"+ coverage penalty, beta {beta:g}", [t[i] for t, i in zip(texts, picks, strict=True)], refs)
+    report(
+        "minimum Bayes risk (sentence BLEU)", [mbr(t, s) for t, s in zip(texts, scores, strict=True)], refs
+    )
+    report("oracle (best sentence BLEU of the n-best)", oracle(texts, refs), refs)
+    if args.ensemble:
+        members = [model] + [load_member(run, args.run) for run in args.ensemble]
+        options = DecodeOptions(beam=args.beam, bf16=args.bf16)
+        best = translate(Ensemble(members), tokenizer, sources, options).best
+        report(f"ensemble of {len(members)} runs, beam {args.beam}", best, refs)
+    print(f"({time.perf_counter() - start:.0f} s)")
+
+
+def n_best(model, tokenizer, sources: list[str], beam: int, bf16: bool):
+    """Each source's piece ids and its beam's n-best (nbest = beam), best first."""
+    ids, _ = source_ids(model, tokenizer, sources)
+    options = DecodeOptions(beam=beam, nbest=beam, bf16=bf16)
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    nbest: list[list[Hypothesis]] = [[] for _ in ids]
+    with torch.inference_mode():
+        for start in range(0, len(order), BATCH):
+            chunk = order[start : start + BATCH]
+            with autocast(torch.device("cpu"), bf16):
+                for i, hyps in zip(chunk, search(model, pad([ids[i] for i in chunk]), options), strict=True):
+                    nbest[i] = hyps
+    return ids, nbest
+
+
+@torch.inference_mode()
+def coverage_penalties(model, src_ids: list[int], hyps: list[Hypothesis]) -> np.ndarray:
+    """GNMT's coverage penalty of each hypothesis, sum over source pieces of log(min(coverage, 1)):
+    0 when every piece got at least one unit of attention, negative for what was left unread."""
+    src = torch.tensor([src_ids] * len(hyps))  # (n, S)
+    tgt_in = pad([[BOS_ID, *h.tokens] for h in hyps])  # (n, T)
+    cross = model.attention(src, tgt_in)["cross"].float().mean((1, 2))  # (n, L, H, T, S) -> (n, T, S)
+    lengths = torch.tensor([len(h.tokens) + 1 for h in hyps])  # decoded positions, EOS included
+    real = torch.arange(tgt_in.size(1))[None, :] < lengths[:, None]  # (n, T)
+    received = (cross * real[:, :, None]).sum(1)  # (n, S): attention each source piece received
+    return received.clamp(max=1.0).clamp(min=1e-9).log().sum(1).numpy()
+
+
+def mbr(texts: list[str], scores: np.ndarray) -> str:
+    """The candidate with the highest expected sentence BLEU against the others, each weighted by
+    the model's (length-normalized) probability."""
+    weights = np.exp(scores - scores.max())
+    weights /= weights.sum()
+    gains = [
+        sum(
+            w * (100.0 if i == j else SENTENCE_BLEU.sentence_score(a, [b]).score)
+            for j, (b, w) in enumerate(zip(texts, weights, strict=True))
+        )
+        for i, a in enumerate(texts)
+    ]
+    return texts[int(np.argmax(gains))]
+
+
+def oracle(texts: list[list[str]], refs: list[str]) -> list[str]:
+    """Each n-best's candidate nearest its reference: the most any reranker of these lists could do."""
+    return [
+        max(t, key=lambda c: SENTENCE_BLEU.sentence_score(c, [r]).score)
+        for t, r in zip(texts, refs, strict=True)
+    ]
+
+
+def report(name: str, hypotheses: list[str], refs: list[str]) -> None:
+    bleu = sacrebleu.corpus_bleu(hypotheses, [refs])
+    print(f"{name:45s} BLEU {bleu.score:6.2f}  length ratio {bleu.sys_len / bleu.ref_len:.3f}")
+
+
+def load_member(run: Path, first: Path) -> nn.Module:
+    """Another run's model; an ensemble needs one vocabulary, so the tokenizers must be one file."""
+    if (run / "tokenizer.model").read_bytes() != (first / "tokenizer.model").read_bytes():
+        raise SystemExit(f"{run} has another tokenizer than {first}: an ensemble needs one vocabulary")
+    return load_run(run)[0]
+
+
+class Ensemble(nn.Module):
+    """What `search` calls of a model (encode, init_cache, decode_step, cfg), for several models at
+    once: each encodes and decodes on its own, and a step returns the log of their mean probability.
+    Search only hands the encoder's memory and mask on to `init_cache`, so here they are the members'
+    tuples."""
+
+    def __init__(self, members: list[nn.Module]):
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        self.cfg = members[0].cfg
+
+    def encode(self, src: Tensor) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
+        """Each member's memory and source mask (an architecture's mask has its own shape)."""
+        memories, masks = zip(*(m.encode(src) for m in self.members), strict=True)
+        return memories, masks
+
+    def init_cache(self, memories: tuple, masks: tuple, max_len: int, use_cache: bool = True) -> "Caches":
+        members = zip(self.members, memories, masks, strict=True)
+        return Caches([m.init_cache(memory, mask, max_len, use_cache) for m, memory, mask in members])
+
+    def decode_step(self, tokens: Tensor, cache: "Caches") -> Tensor:
+        members = zip(self.members, cache.caches, strict=True)
+        logprobs = torch.stack([m.decode_step(tokens, c).float().log_softmax(-1) for m, c in members])
+        return torch.logsumexp(logprobs, 0) - math.log(len(self.members))  # (M, B, V) -> (B, V)
+
+
+class Caches:
+    def __init__(self, caches):
+        self.caches = caches
+
+    def reorder(self, beam_idx: Tensor) -> None:
+        for cache in self.caches:
+            cache.reorder(beam_idx)
+
+    def select(self, rows: Tensor, beams: int = 1) -> None:
+        for cache in self.caches:
+            cache.select(rows, beams)
+
+
+def parse_args(argv: list[str] | None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--run", type=Path, required=True)
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--split", default="val")
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast (evaluate's default is fp32)")
+    p.add_argument("--ensemble", type=Path, nargs="*", default=[], help="runs to ensemble with --run")
+    return p.parse_args(argv)
+
+
+if __name__ == "__main__":
+    main()
