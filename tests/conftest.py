@@ -65,12 +65,9 @@ def write_run(run: Path, make_model: Callable[[int], torch.nn.Module], tokenizer
 
 def saved_step(run: Path) -> int:
     """The step of the run's training state (0: none yet); the file is replaced whole, by rename."""
-    from safetensors import safe_open
-
     if not (run / ckpt.LAST).is_file():
         return 0
-    with safe_open(str(run / ckpt.LAST), framework="pt") as f:
-        return json.loads(f.metadata()["trainer_state"])["step"]
+    return json.loads(ckpt.read_metadata(run / ckpt.LAST)["trainer_state"])["step"]
 
 
 def write_multi30k(folder: Path, sizes: dict[str, int], langs=("en", "fr"), gz: bool = True):

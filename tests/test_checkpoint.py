@@ -1,6 +1,9 @@
 import json
 import pickle
+import subprocess
+import sys
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 import torch
@@ -9,6 +12,8 @@ from seq2seq.data.tokenizer import train_tokenizer
 from seq2seq.errors import Seq2SeqError
 from seq2seq.training import checkpoint as ckpt
 from tests.conftest import EN, FR, tiny_model
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -203,3 +208,40 @@ def test_a_train_section_missing_or_foreign_is_one_line(run_dir, train, message,
         stored_train_config(run_dir)
     result = run_cli(["evaluate", "--run", run_dir], capsys, monkeypatch)
     assert result.code == 2 and message in result.err and len(result.err.splitlines()) == 1
+
+
+WRITER = """
+import sys, time
+from pathlib import Path
+from seq2seq.training import checkpoint as ckpt
+from tests.conftest import tiny_model
+models = [tiny_model(seed=1), tiny_model(seed=2)]
+path, end, i = Path(sys.argv[1]), time.monotonic() + float(sys.argv[2]), 0
+while time.monotonic() < end:
+    i += 1
+    ckpt.save_weights(models[i % 2], path, val_bleu=[1.5, 12.25][i % 2])  # headers of two lengths
+"""
+
+
+def test_weights_read_while_a_run_saves_them_are_one_file_or_the_other(tmp_path):
+    """A run replaces model.safetensors (a rename) whenever it validates better, while `translate`
+    may be reading it: each read must get one whole file, never one file's header with another's
+    data (safe_open opens the path twice: here that raised a RuntimeError or read weights under the
+    other file's metadata)."""
+    path, seconds = tmp_path / ckpt.BEST, 3.0
+    ckpt.save_weights(tiny_model(seed=1), path, val_bleu=1.5)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(seconds)], cwd=ROOT)
+    expected = {1.5: tiny_model(seed=1).state_dict(), 12.25: tiny_model(seed=2).state_dict()}
+    reads, scores = 0, set()
+    try:
+        while writer.poll() is None:
+            tensors, metadata = ckpt.read_tensors(path)
+            score = float(metadata["val_bleu"])
+            assert all(
+                torch.equal(v, expected[score][k]) for k, v in tensors.items()
+            )  # header and data agree
+            scores.add(score)
+            reads += 1
+    finally:
+        writer.wait()
+    assert writer.returncode == 0 and reads > 50 and scores == {1.5, 12.25}

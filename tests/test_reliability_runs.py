@@ -139,10 +139,7 @@ def deep_nesting(run):
 
 def edit_tensors(path_name, change_tensors):
     def change(run):
-        from safetensors import safe_open
-
-        with safe_open(str(run / path_name), framework="pt") as f:
-            metadata = f.metadata()
+        metadata = ckpt.read_metadata(run / path_name)
         tensors = load_file(run / path_name)
         change_tensors(tensors, metadata)
         save_file(tensors, str(run / path_name), metadata=metadata)

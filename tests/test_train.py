@@ -6,14 +6,13 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from safetensors import safe_open
 from safetensors.torch import load_file
 
 from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.models.rnn import RNNConfig
 from seq2seq.models.transformer import TransformerConfig
 from seq2seq.training import loop as loop_module
-from seq2seq.training.checkpoint import BEST, CURVES, LAST, load_run, read_metrics
+from seq2seq.training.checkpoint import BEST, CURVES, LAST, load_run, read_metadata, read_metrics
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.loop import Loop
 from seq2seq.training.train import train
@@ -152,8 +151,7 @@ def test_an_interrupt_saves_and_validates_nothing(tmp_path, monkeypatch):
 
 
 def trainer_state(run) -> dict:
-    with safe_open(run / LAST, "pt") as f:
-        return json.loads(f.metadata()["trainer_state"])
+    return json.loads(read_metadata(run / LAST)["trainer_state"])
 
 
 def test_a_kill_between_the_best_weights_and_the_training_state_keeps_the_best(tmp_path, monkeypatch):

@@ -20,8 +20,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
+from safetensors import SafetensorError
+from safetensors.torch import load, save_file
 from torch import nn
 
 from seq2seq.atomic import write_atomic, write_with
@@ -124,15 +124,14 @@ def best_score(run_dir: Path) -> float | None:
     if not path.is_file():
         return None
     try:
-        with safe_open(str(path), framework="pt") as f:
-            value = (f.metadata() or {}).get("val_bleu")
+        value = read_metadata(path).get("val_bleu")
         return None if value is None else float(value)
-    except (SafetensorError, OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         return None
 
 
 def load_weights(model: nn.Module, path: Path) -> None:
-    _load_state(model, _read_tensors(path)[0], path)
+    _load_state(model, read_tensors(path)[0], path)
 
 
 def _load_state(model: nn.Module, tensors: dict, path: Path) -> None:
@@ -184,7 +183,7 @@ def _saving(path: Path) -> Iterator[None]:
 
 def load_training_state(path: Path, model: nn.Module, optimizer) -> dict:
     """Restore weights, optimizer and RNG in place; return the trainer's JSON state."""
-    tensors, metadata = _read_tensors(path)
+    tensors, metadata = read_tensors(path)
     try:
         state = json.loads(metadata["trainer_state"])
         optim_json = json.loads(metadata["optimizer"])
@@ -274,14 +273,26 @@ def config_sections(model_cfg: ModelConfig, train_cfg, tokenizer: Tokenizer) -> 
     }
 
 
-def _read_tensors(path: Path) -> tuple[dict, dict]:
-    """All tensors of a safetensors file and its metadata, with every failure a clean error."""
+def read_tensors(path: Path) -> tuple[dict, dict]:
+    """All tensors of a safetensors file and its metadata, with every failure a clean error. The
+    file is read through one open: `safe_open` opens the path twice (its header, then the tensors),
+    so a run saving meanwhile (a rename over it) could pair one file's header with another's data."""
     if not path.is_file():
         raise Seq2SeqError(f"{path} is missing; the run has no trained weights yet")
     try:
-        with safe_open(str(path), framework="pt") as f:
-            metadata = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (not a dict)
-    except (SafetensorError, OSError, ValueError) as e:
+        data = path.read_bytes()
+        return load(data), _metadata(data)
+    except (SafetensorError, OSError, ValueError, AttributeError) as e:
         raise Seq2SeqError(f"{path} is not a readable safetensors file ({e})") from None
-    return tensors, metadata
+
+
+def read_metadata(path: Path) -> dict[str, str]:
+    """A safetensors file's metadata alone, through one open (see `read_tensors`)."""
+    with open(path, "rb") as f:
+        size = f.read(8)
+        return _metadata(size + f.read(int.from_bytes(size, "little")))
+
+
+def _metadata(data: bytes) -> dict[str, str]:
+    """Safetensors' layout: the JSON header's length in 8 little-endian bytes, then the header."""
+    return json.loads(data[8 : 8 + int.from_bytes(data[:8], "little")]).get("__metadata__") or {}
