@@ -245,3 +245,31 @@ def test_weights_read_while_a_run_saves_them_are_one_file_or_the_other(tmp_path)
     finally:
         writer.wait()
     assert writer.returncode == 0 and reads > 50 and scores == {1.5, 12.25}
+
+
+def header(data: bytes) -> int:
+    return 8 + int.from_bytes(data[:8], "little")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: (2**63).to_bytes(8, "little") + d[8:],  # a length no read can honour
+        lambda d: (2**50).to_bytes(8, "little") + d[8:],  # nor allocate
+        lambda d: (200_000).to_bytes(8, "little") + b"[" * 100_000 + b"]" * 100_000,  # nested too deeply
+        lambda d: d.replace(b'"12.25"', b"[12.25]"),  # metadata that is not strings, lengths kept
+        lambda d: d[: header(d)] + d[header(d) : -4],  # tensor data cut short
+        lambda d: d + b"\0" * 8,  # more than the header declares
+        lambda d: d[:5],
+        lambda d: b"",
+    ],
+    ids=["length-2^63", "length-2^50", "nested", "metadata-list", "cut-short", "trailing", "tiny", "empty"],
+)
+def test_a_damaged_weights_file_has_no_best_score_and_does_not_load(run_dir, damage):
+    path = run_dir / ckpt.BEST
+    ckpt.save_weights(tiny_model(seed=1), path, val_bleu=12.25)
+    assert ckpt.best_score(run_dir) == 12.25
+    path.write_bytes(damage(path.read_bytes()))
+    assert ckpt.best_score(run_dir) is None
+    with pytest.raises(Seq2SeqError, match="not a readable safetensors file"):
+        ckpt.load_weights(tiny_model(seed=1), path)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load, save_file
+from safetensors.torch import save_file
 from torch import nn
 
 from seq2seq.atomic import write_atomic, write_with
@@ -30,6 +30,7 @@ from seq2seq.device import resolve_device
 from seq2seq.errors import Seq2SeqError, first_line
 from seq2seq.models.protocol import Seq2SeqModel
 from seq2seq.models.registry import ModelConfig, build_model, config_from_dict
+from seq2seq.training.tensor_file import read_metadata, read_tensors
 
 CONFIG, TOKENIZER, BEST, LAST, METRICS, CURVES = (
     "config.json",
@@ -126,7 +127,7 @@ def best_score(run_dir: Path) -> float | None:
     try:
         value = read_metadata(path).get("val_bleu")
         return None if value is None else float(value)
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError):
         return None
 
 
@@ -271,28 +272,3 @@ def config_sections(model_cfg: ModelConfig, train_cfg, tokenizer: Tokenizer) -> 
         "train": asdict(train_cfg),
         "tokenizer": {"file": TOKENIZER, "vocab_size": tokenizer.vocab_size},
     }
-
-
-def read_tensors(path: Path) -> tuple[dict, dict]:
-    """All tensors of a safetensors file and its metadata, with every failure a clean error. The
-    file is read through one open: `safe_open` opens the path twice (its header, then the tensors),
-    so a run saving meanwhile (a rename over it) could pair one file's header with another's data."""
-    if not path.is_file():
-        raise Seq2SeqError(f"{path} is missing; the run has no trained weights yet")
-    try:
-        data = path.read_bytes()
-        return load(data), _metadata(data)
-    except (SafetensorError, OSError, ValueError, AttributeError) as e:
-        raise Seq2SeqError(f"{path} is not a readable safetensors file ({e})") from None
-
-
-def read_metadata(path: Path) -> dict[str, str]:
-    """A safetensors file's metadata alone, through one open (see `read_tensors`)."""
-    with open(path, "rb") as f:
-        size = f.read(8)
-        return _metadata(size + f.read(int.from_bytes(size, "little")))
-
-
-def _metadata(data: bytes) -> dict[str, str]:
-    """Safetensors' layout: the JSON header's length in 8 little-endian bytes, then the header."""
-    return json.loads(data[8 : 8 + int.from_bytes(data[:8], "little")]).get("__metadata__") or {}
