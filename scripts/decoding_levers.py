@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     pairs = load_pairs("multi30k", args.split, cfg["src"], cfg["tgt"], args.data_dir)
     sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
     model, tokenizer = load_run(args.run)
+    members = [model] + [load_member(run, args.run) for run in args.ensemble]  # refused before any work
     print(f"{args.run}, {args.split} ({len(pairs)} pairs), beam {args.beam}, bf16 {args.bf16}")
     print(f"{machine.cpu()}, torch {torch.__version__}, Python {platform.python_version()}")
     start = time.perf_counter()
@@ -61,7 +62,6 @@ def main(argv: list[str] | None = None) -> None:
     )
     report("oracle (best sentence BLEU of the n-best)", oracle(texts, refs), refs)
     if args.ensemble:
-        members = [model] + [load_member(run, args.run) for run in args.ensemble]
         options = DecodeOptions(beam=args.beam, bf16=args.bf16)
         best = translate(Ensemble(members), tokenizer, sources, options).best
         report(f"ensemble of {len(members)} runs, beam {args.beam}", best, refs)
@@ -140,7 +140,7 @@ class Ensemble(nn.Module):
     def __init__(self, members: list[nn.Module]):
         super().__init__()
         self.members = nn.ModuleList(members)
-        self.cfg = members[0].cfg
+        self.cfg = min((m.cfg for m in members), key=lambda cfg: cfg.max_positions)  # the shortest limit
 
     def encode(self, src: Tensor) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
         """Each member's memory and source mask (an architecture's mask has its own shape)."""
