@@ -30,11 +30,9 @@ from torch import Tensor, nn
 from seq2seq.data.batch import pad
 from seq2seq.data.corpus import load_pairs
 from seq2seq.data.special import BOS_ID
-from seq2seq.decoding.search import DecodeOptions, Hypothesis, search, source_ids, translate
-from seq2seq.device import autocast
+from seq2seq.decoding.search import DecodeOptions, Hypothesis, search_in_batches, source_ids, translate
 from seq2seq.training.checkpoint import load_config, load_run
 
-BATCH = 64
 BETAS = (0.1, 0.2, 0.4, 1.0)  # coverage penalty weights (GNMT used 0.2)
 SENTENCE_BLEU = BLEU(effective_order=True)
 
@@ -72,14 +70,9 @@ def n_best(model, tokenizer, sources: list[str], beam: int, bf16: bool):
     """Each source's piece ids and its beam's n-best (nbest = beam), best first."""
     ids, _ = source_ids(model, tokenizer, sources)
     options = DecodeOptions(beam=beam, nbest=beam, bf16=bf16)
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     nbest: list[list[Hypothesis]] = [[] for _ in ids]
-    with torch.inference_mode():
-        for start in range(0, len(order), BATCH):
-            chunk = order[start : start + BATCH]
-            with autocast(torch.device("cpu"), bf16):
-                for i, hyps in zip(chunk, search(model, pad([ids[i] for i in chunk]), options), strict=True):
-                    nbest[i] = hyps
+    for i, hyps in search_in_batches(model, ids, list(range(len(ids))), options):
+        nbest[i] = hyps
     return ids, nbest
 
 

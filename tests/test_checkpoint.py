@@ -247,10 +247,6 @@ def test_weights_read_while_a_run_saves_them_are_one_file_or_the_other(tmp_path)
     assert writer.returncode == 0 and reads > 50 and scores == {1.5, 12.25}
 
 
-def header(data: bytes) -> int:
-    return 8 + int.from_bytes(data[:8], "little")
-
-
 @pytest.mark.parametrize(
     "damage",
     [
@@ -258,7 +254,7 @@ def header(data: bytes) -> int:
         lambda d: (2**50).to_bytes(8, "little") + d[8:],  # nor allocate
         lambda d: (200_000).to_bytes(8, "little") + b"[" * 100_000 + b"]" * 100_000,  # nested too deeply
         lambda d: d.replace(b'"12.25"', b"[12.25]"),  # metadata that is not strings, lengths kept
-        lambda d: d[: header(d)] + d[header(d) : -4],  # tensor data cut short
+        lambda d: d[:-4],  # tensor data cut short
         lambda d: d + b"\0" * 8,  # more than the header declares
         lambda d: d[:5],
         lambda d: b"",

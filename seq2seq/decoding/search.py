@@ -4,6 +4,7 @@ select), and `translate` for lines of text.
 Shapes: B sentences, K beams, n active sentences, V vocabulary, t output tokens so far.
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -72,21 +73,30 @@ def translate(model: Seq2SeqModel, tokenizer, lines: list[str], options: DecodeO
         raise Seq2SeqError(
             f"beam size {options.beam} is above the vocabulary's {model.cfg.vocab_size} pieces"
         )
-    device = next(model.parameters()).device
     ids, truncated = source_ids(model, tokenizer, lines)
-    todo = sorted((i for i, line in enumerate(lines) if line.strip()), key=lambda i: len(ids[i]))
     nbest: list[list[tuple[str, float]]] = [[] for _ in lines]
     tokens: list[list[int]] = [[] for _ in lines]
+    todo = [i for i, line in enumerate(lines) if line.strip()]
+    for i, sentence_hyps in search_in_batches(model, ids, todo, options):
+        texts = tokenizer.decode([h.tokens for h in sentence_hyps])
+        nbest[i] = [(text, h.score) for text, h in zip(texts, sentence_hyps, strict=True)]
+        tokens[i] = sentence_hyps[0].tokens
+    return Translations(nbest, tokens, truncated)
+
+
+def search_in_batches(
+    model: Seq2SeqModel, ids: list[list[int]], todo: list[int], options: DecodeOptions
+) -> Iterator[tuple[int, list[Hypothesis]]]:
+    """(i, the hypotheses of ids[i]) for each i of `todo`, searched in batches of similar length
+    (less padding), in that length order."""
+    device = next(model.parameters()).device
+    todo = sorted(todo, key=lambda i: len(ids[i]))
     for start in range(0, len(todo), options.batch_size):
         chunk = todo[start : start + options.batch_size]
         src = pad([ids[i] for i in chunk]).to(device)
-        with autocast(device, options.bf16):
+        with torch.inference_mode(), autocast(device, options.bf16):
             hyps = search(model, src, options)
-        for i, sentence_hyps in zip(chunk, hyps, strict=True):
-            texts = tokenizer.decode([h.tokens for h in sentence_hyps])
-            nbest[i] = [(text, h.score) for text, h in zip(texts, sentence_hyps, strict=True)]
-            tokens[i] = sentence_hyps[0].tokens
-    return Translations(nbest, tokens, truncated)
+        yield from zip(chunk, hyps, strict=True)
 
 
 def source_ids(model: Seq2SeqModel, tokenizer, lines: list[str]) -> tuple[list[list[int]], int]:
