@@ -2,10 +2,18 @@
 chosen there, never on a test set): the beam's n-best reranked by a coverage penalty (Wu et al.
 2016, the omissions lever) or by minimum Bayes risk, the n-best's oracle (how much any reranker of
 it could gain), and an ensemble with other runs of the same tokenizer (the mean of their
-probabilities at every step, through the package's own beam search).
+probabilities at every step, through the package's own beam search), and noisy-channel reranking
+with a run of the reverse direction (Yee et al. 2019): each candidate y of source x ranked by
+(log p(y|x) + lambda log p(x|y)) / length penalty(y), so a translation that leaves part of the
+source out, and so explains it badly, ranks lower.
 
     cd scripts && python decoding_levers.py --run ../runs/multi30k-en-fr-late \
         --data-dir ../../shared/corpora/multi30k --ensemble ../runs/multi30k-en-fr-bf16-e4d4
+    cd scripts && python decoding_levers.py --run ../runs/multi30k-en-fr-late \
+        --data-dir ../../shared/corpora/multi30k --channel ../runs/multi30k-fr-en-25
+
+lambda is chosen on the split itself, so its best row flatters; the row "lambda from the other half"
+is the honest one: each half of the lines reranked with the lambda that did best on the other half.
 
 A penalty applied only to finished hypotheses leaves the search itself unchanged, so reranking the
 n-best at nbest = beam is what a coverage penalty inside search would choose among (up to the
@@ -30,10 +38,13 @@ from torch import Tensor, nn
 from seq2seq.data.batch import pad
 from seq2seq.data.corpus import load_pairs
 from seq2seq.data.special import BOS_ID
+from seq2seq.decoding.forced import score_pairs
+from seq2seq.decoding.penalty import penalty
 from seq2seq.decoding.search import DecodeOptions, Hypothesis, search_in_batches, source_ids, translate
 from seq2seq.training.checkpoint import load_config, load_run
 
 BETAS = (0.1, 0.2, 0.4, 1.0)  # coverage penalty weights (GNMT used 0.2)
+LAMBDAS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5)  # weights of the reverse model's log-probability
 SENTENCE_BLEU = BLEU(effective_order=True)
 
 
@@ -44,6 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
     model, tokenizer = load_run(args.run)
     members = [model] + [load_member(run, args.run) for run in args.ensemble]  # refused before any work
+    channel = load_channel(args.channel, cfg) if args.channel else None
     print(f"{args.run}, {args.split} ({len(pairs)} pairs), beam {args.beam}, bf16 {args.bf16}")
     print(f"{machine.cpu()}, torch {torch.__version__}, Python {platform.python_version()}")
     start = time.perf_counter()
@@ -63,6 +75,9 @@ def main(argv: list[str] | None = None) -> None:
         options = DecodeOptions(beam=args.beam, bf16=args.bf16)
         best = translate(Ensemble(members), tokenizer, sources, options).best
         report(f"ensemble of {len(members)} runs, beam {args.beam}", best, refs)
+    if channel:
+        backward = channel_totals(*channel, sources, texts)
+        noisy_channel(texts, nbest, backward, refs)
     print(f"({time.perf_counter() - start:.0f} s)")
 
 
@@ -110,6 +125,55 @@ def oracle(texts: list[list[str]], refs: list[str]) -> list[str]:
         max(t, key=lambda c: SENTENCE_BLEU.sentence_score(c, [r]).score)
         for t, r in zip(texts, refs, strict=True)
     ]
+
+
+def load_channel(run: Path, cfg: dict):
+    """The reverse direction's model and tokenizer: its source must be our target and vice versa."""
+    reverse = load_config(run)["train"]
+    if (reverse["src"], reverse["tgt"]) != (cfg["tgt"], cfg["src"]):
+        direction = f"{reverse['src']}->{reverse['tgt']}"
+        raise SystemExit(f"{run} translates {direction}, not {cfg['tgt']}->{cfg['src']}: no reverse model")
+    return load_run(run)
+
+
+def channel_totals(model, tokenizer, sources: list[str], texts: list[list[str]]) -> list[np.ndarray]:
+    """log p(x|y) of each source x given each of its candidates y, by the reverse model."""
+    candidates = [c for t in texts for c in t]
+    explained = [s for s, t in zip(sources, texts, strict=True) for _ in t]
+    totals = iter([f.total for f in score_pairs(model, tokenizer, candidates, explained)])
+    return [np.array([next(totals) for _ in t]) for t in texts]
+
+
+def noisy_channel(texts: list[list[str]], nbest: list[list[Hypothesis]], backward, refs: list[str]) -> None:
+    """Rerank for every lambda, then each half of the lines with the lambda the other half preferred."""
+
+    def picks(lam: float, lines) -> list[str]:
+        return [texts[i][j] for i, j in zip(lines, channel_choice(nbest, backward, lam, lines), strict=True)]
+
+    everything = range(len(texts))
+    for lam in LAMBDAS:
+        report(f"noisy channel, lambda {lam:g}", picks(lam, everything), refs)
+    halves = [range(0, len(texts), 2), range(1, len(texts), 2)]
+    chosen = [max(LAMBDAS, key=lambda lam, h=half: bleu_of(picks(lam, h), h, refs)) for half in halves]
+    reranked = dict(zip(halves[0], picks(chosen[1], halves[0]), strict=True))
+    reranked.update(zip(halves[1], picks(chosen[0], halves[1]), strict=True))
+    name = f"noisy channel, lambda from the other half ({chosen[1]:g}, {chosen[0]:g})"
+    report(name, [reranked[i] for i in everything], refs)
+
+
+def channel_choice(nbest: list[list[Hypothesis]], backward: list[np.ndarray], lam: float, lines) -> list[int]:
+    """Each line's pick by (log p(y|x) + lambda log p(x|y)) / length penalty(y): search's own
+    normalisation (alpha 1), applied to the sum, so lambda 0 is search's choice."""
+    chosen = []
+    for i in lines:
+        lengths = np.array([penalty(len(h.tokens) + 1, 1.0) for h in nbest[i]])
+        forward = np.array([h.score for h in nbest[i]]) * lengths  # undo search's normalisation
+        chosen.append(int(np.argmax((forward + lam * backward[i]) / lengths)))
+    return chosen
+
+
+def bleu_of(hypotheses: list[str], lines, refs: list[str]) -> float:
+    return sacrebleu.corpus_bleu(hypotheses, [[refs[i] for i in lines]]).score
 
 
 def report(name: str, hypotheses: list[str], refs: list[str]) -> None:
@@ -171,6 +235,7 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (evaluate's default is fp32)")
     p.add_argument("--ensemble", type=Path, nargs="*", default=[], help="runs to ensemble with --run")
+    p.add_argument("--channel", type=Path, help="a run of the reverse direction, for noisy-channel reranking")
     return p.parse_args(argv)
 
 

@@ -2,10 +2,15 @@
 architecture (two copies of one model are that model), its coverage penalty counts only the
 positions a hypothesis decoded, and the whole measurement runs on a run directory."""
 
+import json
+
+import numpy as np
 import pytest
 import torch
 
 from seq2seq.data.special import BOS_ID
+from seq2seq.decoding.forced import score_pairs
+from seq2seq.decoding.penalty import penalty
 from seq2seq.decoding.search import Hypothesis, beam_search
 from tests.conftest import tiny_model, write_multi30k, write_run
 from tests.test_protocol import VARIANTS, lens, make, sources, tokens_and_scores
@@ -63,3 +68,42 @@ def test_the_measurement_runs_on_a_run_and_refuses_another_tokenizer(script, tmp
     (stranger / "tokenizer.model").write_bytes(b"another")
     with pytest.raises(SystemExit, match="another tokenizer"):
         script.main(["--run", str(run), "--data-dir", str(data), "--ensemble", str(stranger)])
+
+
+def test_noisy_channel_reranking_runs_with_a_reverse_run_and_refuses_a_forward_one(script, tmp_path, capsys):
+    data = write_multi30k(tmp_path / "corpus", {"val": 8})
+    run = write_run(tmp_path / "run", lambda v: tiny_model(v, seed=1))
+    reverse = write_run(tmp_path / "reverse", lambda v: tiny_model(v, seed=2))
+    config = json.loads((reverse / "config.json").read_text())
+    config["train"]["src"], config["train"]["tgt"] = config["train"]["tgt"], config["train"]["src"]
+    (reverse / "config.json").write_text(json.dumps(config))
+    script.main(["--run", str(run), "--data-dir", str(data), "--beam", "3", "--channel", str(reverse)])
+    rows = dict(line.rsplit(" BLEU ", 1) for line in capsys.readouterr().out.splitlines() if " BLEU " in line)
+    assert rows["noisy channel, lambda 0".ljust(45)] == rows["beam search (its best)".ljust(45)]
+    assert any(name.startswith("noisy channel, lambda from the other half") for name in rows)
+    with pytest.raises(SystemExit, match="no reverse model"):
+        script.main(["--run", str(run), "--data-dir", str(data), "--channel", str(run)])
+
+
+def test_the_noisy_channel_adds_the_reverse_score_before_search_s_length_normalisation(script):
+    """lambda 0 keeps search's order; otherwise (forward total + lambda backward) / penalty(length)."""
+    short, long = Hypothesis([5], -2.0), Hypothesis([5, 6, 7, 8], -2.5)  # scores as search divides them
+    backward = [np.array([-9.0, -1.0])]  # the short one explains the source badly
+    assert script.channel_choice([[short, long]], backward, 0.0, [0]) == [0]
+    by_hand = [
+        (h.score * penalty(len(h.tokens) + 1, 1.0) + 0.5 * b) / penalty(len(h.tokens) + 1, 1.0)
+        for h, b in zip([short, long], backward[0], strict=True)
+    ]
+    assert script.channel_choice([[short, long]], backward, 0.5, [0]) == [int(np.argmax(by_hand))] == [1]
+
+
+def test_the_reverse_model_scores_each_source_given_each_of_its_own_candidates(script, tmp_path):
+    """Lines with n-best lists of different sizes: every score must land on its own candidate."""
+    run = write_run(tmp_path / "reverse", lambda v: tiny_model(v, seed=2))
+    model, tokenizer = script.load_run(run)
+    sources = ["a dog runs", "two men sit on a bench"]
+    texts = [["un chien court", "un chien", "chien"], ["deux hommes sont assis sur un banc"]]
+    got = script.channel_totals(model, tokenizer, sources, texts)
+    for source, candidates, totals in zip(sources, texts, got, strict=True):
+        alone = [score_pairs(model, tokenizer, [c], [source])[0].total for c in candidates]
+        assert totals == pytest.approx(alone, abs=1e-4)
