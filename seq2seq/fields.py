@@ -22,6 +22,7 @@ RANGES = {
     "lr": (0.0, 10.0),
     "warmup": (1, 1 << 31),
     "label_smoothing": (0.0, 0.9),
+    "weight_decay": (0.0, 10.0),
     "subword_alpha": (0.0, 1.0),
     "target_subword_alpha": (0.0, 1.0),
     "late_dropout": (0.0, 0.9),

@@ -15,7 +15,7 @@ from seq2seq.training import loop as loop_module
 from seq2seq.training.checkpoint import BEST, CURVES, LAST, load_run, read_metadata, read_metrics
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.loop import Loop
-from seq2seq.training.train import train
+from seq2seq.training.train import adamw, train
 
 REVERSE_MODEL = TransformerConfig(
     d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=256, dropout=0.0, max_positions=32
@@ -84,6 +84,7 @@ def test_resumed_training_equals_uninterrupted(tmp_path, model_cfg):
         corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=5, device="cpu",
         bf16=False, late_dropout=0.3, late_dropout_from=0.5, late_dropout_over=1.0,
         source_word_dropout=0.2,  # its masks must resume too
+        weight_decay=0.05,  # resumed from the optimizer's state
     )  # fmt: skip
     train(tmp_path / "straight", replace(config, max_steps=12), model_cfg)
     (tmp_path / "resumed").mkdir()
@@ -269,3 +270,24 @@ def test_each_validation_redraws_the_learning_curves(tmp_path):
     train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
     assert [r.get("averaged") for r in read_metrics(tmp_path / "run")] == [None, None, 2]
     assert imread(tmp_path / "run" / CURVES).ndim == 3
+
+
+def test_weight_decay_reaches_the_optimizer_and_shrinks_every_weight_by_lr_times_decay(tmp_path):
+    """AdamW's decay is decoupled: with a zero gradient a step only multiplies by 1 - lr * decay."""
+    layer = torch.nn.Linear(3, 2)
+    before = [p.detach().clone() for p in layer.parameters()]
+    optimizer = adamw(layer, lr=0.1, weight_decay=0.5)
+    for p in layer.parameters():
+        p.grad = torch.zeros_like(p)
+    optimizer.step()
+    for p, old in zip(layer.parameters(), before, strict=True):
+        torch.testing.assert_close(p.detach(), old * (1 - 0.1 * 0.5))
+    corpus = write_reversal_task(tmp_path / "data", n_train=40, n_val=4)
+    config = TrainConfig(
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=256, device="cpu", bf16=False,
+        weight_decay=0.3, max_steps=1, average=0,
+    )  # fmt: skip
+    train(tmp_path / "run", config, REVERSE_MODEL)
+    optimizer = json.loads(read_metadata(tmp_path / "run" / LAST)["optimizer"])
+    assert [group["weight_decay"] for group in optimizer["param_groups"]] == [0.3]
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["train"]["weight_decay"] == 0.3

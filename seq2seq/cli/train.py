@@ -123,6 +123,13 @@ def train(
         callback=finite,
         help="Label smoothing of the training loss.",
     ),
+    weight_decay: float = typer.Option(
+        RECIPE.weight_decay,
+        min=0.0,
+        max=10.0,
+        callback=finite,
+        help="AdamW's weight decay (decoupled; every parameter).",
+    ),
     subword_alpha: float = typer.Option(
         RECIPE.subword_alpha,
         min=0.0,
@@ -187,6 +194,7 @@ def train(
         warmup=warmup,
         cooldown=cooldown,
         label_smoothing=label_smoothing,
+        weight_decay=weight_decay,
         subword_alpha=subword_alpha,
         target_subword_alpha=target_subword_alpha,
         source_word_dropout=source_word_dropout,

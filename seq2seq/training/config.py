@@ -14,6 +14,7 @@ class TrainConfig:
     warmup: int = 400  # steps
     cooldown: float = 0.2  # the budget's last share over which the lr falls linearly to 0 (schedule.py)
     label_smoothing: float = 0.1
+    weight_decay: float = 0.01  # AdamW's, decoupled from the gradient, on every parameter
     subword_alpha: float = 0.3  # >0: source pieces sampled, P(x)^alpha (Tokenizer.sample)
     target_subword_alpha: float = 0.0  # >0: target pieces sampled too (by the epoch only)
     source_word_dropout: float = 0.0  # each source piece of a training batch UNK with this probability
@@ -73,4 +74,5 @@ ADDED_SINCE = {
     "late_dropout": 0.0,
     "target_subword_alpha": 0.0,
     "source_word_dropout": 0.0,
+    "weight_decay": 0.01,  # AdamW's default, which runs trained with before the option
 }

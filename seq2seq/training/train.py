@@ -56,7 +56,7 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
 
     torch.manual_seed(config.seed)
     model = build_model(model_config).to(here.device)
-    optimizer = adamw(model, config.lr)
+    optimizer = adamw(model, config.lr, config.weight_decay)
     state = TrainingState()
     if resuming:
         saved = ckpt.load_training_state(run_dir / ckpt.LAST, model, optimizer)
@@ -72,12 +72,14 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
     return loop.run(state, reporter, should_stop, start_time)
 
 
-def adamw(model: torch.nn.Module, lr: float) -> torch.optim.AdamW:
+def adamw(model: torch.nn.Module, lr: float, weight_decay: float = 0.01) -> torch.optim.AdamW:
     """AdamW whose update runs as one fused kernel per parameter group: the default on a CPU is a
     loop of a dozen operator calls per parameter (its multi-tensor form is CUDA's default only).
     The same arithmetic: 1.02-1.03x the training step on a `small` model, bf16 or fp32
     (`scripts/bench_train_step.py`); its state resumes into either form."""
-    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9, fused=True)
+    return torch.optim.AdamW(
+        model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=weight_decay, fused=True
+    )
 
 
 def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data_dir):
