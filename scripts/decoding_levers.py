@@ -3,9 +3,9 @@ chosen there, never on a test set): the beam's n-best reranked by a coverage pen
 2016, the omissions lever) or by minimum Bayes risk, the n-best's oracle (how much any reranker of
 it could gain), and an ensemble with other runs of the same tokenizer (the mean of their
 probabilities at every step, through the package's own beam search), and noisy-channel reranking
-with a run of the reverse direction (Yee et al. 2019): each candidate y of source x ranked by
-(log p(y|x) + lambda log p(x|y)) / length penalty(y), so a translation that leaves part of the
-source out, and so explains it badly, ranks lower.
+with a run of the reverse direction (after Yee et al. 2019, without their language model): each
+candidate y of source x ranked by (log p(y|x) + lambda log p(x|y)) / length penalty(y), so a
+translation that leaves part of the source out, and so explains it badly, ranks lower.
 
     cd scripts && python decoding_levers.py --run ../runs/multi30k-en-fr-late \
         --data-dir ../../shared/corpora/multi30k --ensemble ../runs/multi30k-en-fr-bf16-e4d4
@@ -44,6 +44,7 @@ from seq2seq.decoding.search import DecodeOptions, Hypothesis, search_in_batches
 from seq2seq.training.checkpoint import load_config, load_run
 
 BETAS = (0.1, 0.2, 0.4, 1.0)  # coverage penalty weights (GNMT used 0.2)
+ALPHA = 1.0  # the length penalty search ranks the n-best with, undone and reapplied by the channel
 LAMBDAS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5)  # weights of the reverse model's log-probability
 SENTENCE_BLEU = BLEU(effective_order=True)
 
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
 def n_best(model, tokenizer, sources: list[str], beam: int, bf16: bool):
     """Each source's piece ids and its beam's n-best (nbest = beam), best first."""
     ids, _ = source_ids(model, tokenizer, sources)
-    options = DecodeOptions(beam=beam, nbest=beam, bf16=bf16)
+    options = DecodeOptions(beam=beam, nbest=beam, length_penalty=ALPHA, bf16=bf16)
     nbest: list[list[Hypothesis]] = [[] for _ in ids]
     for i, hyps in search_in_batches(model, ids, list(range(len(ids))), options):
         nbest[i] = hyps
@@ -163,10 +164,12 @@ def noisy_channel(texts: list[list[str]], nbest: list[list[Hypothesis]], backwar
 
 def channel_choice(nbest: list[list[Hypothesis]], backward: list[np.ndarray], lam: float, lines) -> list[int]:
     """Each line's pick by (log p(y|x) + lambda log p(x|y)) / length penalty(y): search's own
-    normalisation (alpha 1), applied to the sum, so lambda 0 is search's choice."""
+    normalisation applied to the sum (Yee et al. divide the channel term by the source's length
+    instead, a constant within a line), so lambda 0 is search's choice and a longer candidate's
+    channel term weighs less per piece, as its forward term does."""
     chosen = []
     for i in lines:
-        lengths = np.array([penalty(len(h.tokens) + 1, 1.0) for h in nbest[i]])
+        lengths = np.array([penalty(len(h.tokens) + 1, ALPHA) for h in nbest[i]])
         forward = np.array([h.score for h in nbest[i]]) * lengths  # undo search's normalisation
         chosen.append(int(np.argmax((forward + lam * backward[i]) / lengths)))
     return chosen

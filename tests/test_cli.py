@@ -103,6 +103,16 @@ def test_a_resumed_run_refuses_options_it_cannot_honour(trained, cli, change, me
     assert (run / "last.safetensors").read_bytes() == before
 
 
+def test_recipe_options_reach_the_run_s_config(cli, tmp_path):
+    """What `train` was told is what config.json records (and so what training and a resume use)."""
+    data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
+    result = cli(
+        *TRAIN, "--max-steps", "1", "--weight-decay", "0.3", "--data-dir", data, "--run", tmp_path / "run"
+    )
+    assert result.code == 0, result.err
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["train"]["weight_decay"] == 0.3
+
+
 def test_shape_options_set_the_model_over_the_preset(cli, tmp_path):
     """Width and depth at equal time are a lever: the shape is the preset's, with what was given."""
     data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})

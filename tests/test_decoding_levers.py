@@ -10,7 +10,6 @@ import torch
 
 from seq2seq.data.special import BOS_ID
 from seq2seq.decoding.forced import score_pairs
-from seq2seq.decoding.penalty import penalty
 from seq2seq.decoding.search import Hypothesis, beam_search
 from tests.conftest import tiny_model, write_multi30k, write_run
 from tests.test_protocol import VARIANTS, lens, make, sources, tokens_and_scores
@@ -86,15 +85,17 @@ def test_noisy_channel_reranking_runs_with_a_reverse_run_and_refuses_a_forward_o
 
 
 def test_the_noisy_channel_adds_the_reverse_score_before_search_s_length_normalisation(script):
-    """lambda 0 keeps search's order; otherwise (forward total + lambda backward) / penalty(length)."""
+    """lambda 0 keeps search's order; otherwise (forward total + lambda backward) / penalty(length),
+    with the forward total recovered from search's normalised score."""
     short, long = Hypothesis([5], -2.0), Hypothesis([5, 6, 7, 8], -2.5)  # scores as search divides them
-    backward = [np.array([-9.0, -1.0])]  # the short one explains the source badly
-    assert script.channel_choice([[short, long]], backward, 0.0, [0]) == [0]
-    by_hand = [
-        (h.score * penalty(len(h.tokens) + 1, 1.0) + 0.5 * b) / penalty(len(h.tokens) + 1, 1.0)
-        for h, b in zip([short, long], backward[0], strict=True)
-    ]
-    assert script.channel_choice([[short, long]], backward, 0.5, [0]) == [int(np.argmax(by_hand))] == [1]
+    assert script.channel_choice([[short, long]], [np.array([-9.0, -1.0])], 0.0, [0]) == [0]
+    assert script.channel_choice([[short, long]], [np.array([-9.0, -1.0])], 0.5, [0]) == [1]
+    # penalties 7/6 and 10/6: (-2.0 * 7/6 - 0.55) / (7/6) = -2.47 against -2.5. Without undoing
+    # search's division it would be -2.55 against -2.5, and dividing the channel term alone -2.19
+    # against -1.5: either picks the long one
+    assert script.channel_choice([[short, long]], [np.array([-0.55, 0.0])], 1.0, [0]) == [0]
+    longer = Hypothesis([5, 6, 7, 8], -1.9)  # better normalised (search's choice), worse in total
+    assert script.channel_choice([[short, longer]], [np.array([0.0, 0.0])], 0.0, [0]) == [1]
 
 
 def test_the_reverse_model_scores_each_source_given_each_of_its_own_candidates(script, tmp_path):
