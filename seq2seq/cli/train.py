@@ -152,6 +152,14 @@ def train(
         help="Word dropout: each source piece of a training batch becomes <unk> with this probability "
         "(0: off).",
     ),
+    target_word_dropout: float = typer.Option(
+        RECIPE.target_word_dropout,
+        min=0.0,
+        max=0.9,
+        callback=finite,
+        help="Word dropout on the decoder's input: each target piece it reads in training becomes <unk> "
+        "with this probability; what it predicts stays whole (0: off).",
+    ),
     vocab_size: int = typer.Option(
         RECIPE.vocab_size, min=8, help="Vocabulary size, if the run has no tokenizer."
     ),
@@ -198,6 +206,7 @@ def train(
         subword_alpha=subword_alpha,
         target_subword_alpha=target_subword_alpha,
         source_word_dropout=source_word_dropout,
+        target_word_dropout=target_word_dropout,
         late_dropout=late_dropout,
         late_dropout_from=late_dropout_from,
         late_dropout_over=late_dropout_over,

@@ -48,9 +48,25 @@ def blank_source_pieces(batch: Batch, p: float) -> Batch:
     p = 0 draws nothing, leaving every later random number (dropout's) as it was."""
     if p <= 0:
         return batch
-    readable = (batch.src != PAD_ID) & (batch.src != EOS_ID)  # (B, S)
-    blank = readable & (torch.rand(batch.src.shape, device=batch.src.device) < p)
-    return replace(batch, src=batch.src.masked_fill(blank, UNK_ID))
+    return replace(batch, src=_blanked(batch.src, EOS_ID, p))
+
+
+def blank_target_inputs(batch: Batch, p: float) -> Batch:
+    """Word dropout on what the decoder reads (Marian's --dropout-trg): each target piece it is
+    fed becomes UNK with probability p, while what it must predict stays whole. A decoder that
+    cannot lean on its own previous words must read the source more, the remedy for omissions
+    (a clause the source has and the translation leaves out). BOS and padding stay; the same
+    generator as the source's, drawn after it; p = 0 draws nothing."""
+    if p <= 0:
+        return batch
+    return replace(batch, tgt_in=_blanked(batch.tgt_in, BOS_ID, p))
+
+
+def _blanked(ids: Tensor, marker: int, p: float) -> Tensor:
+    """`ids` (B, L) with each piece other than padding and `marker` (EOS or BOS) UNK with
+    probability p."""
+    readable = (ids != PAD_ID) & (ids != marker)  # (B, L)
+    return ids.masked_fill(readable & (torch.rand(ids.shape, device=ids.device) < p), UNK_ID)
 
 
 def pad(rows: list[list[int]]) -> Tensor:

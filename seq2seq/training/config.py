@@ -18,6 +18,7 @@ class TrainConfig:
     subword_alpha: float = 0.3  # >0: source pieces sampled, P(x)^alpha (Tokenizer.sample)
     target_subword_alpha: float = 0.0  # >0: target pieces sampled too (by the epoch only)
     source_word_dropout: float = 0.0  # each source piece of a training batch UNK with this probability
+    target_word_dropout: float = 0.0  # each piece the decoder reads in training UNK with this probability
     # sampled for the whole epoch at its start, and its batches cut by the sampled lengths
     # (data/sampling.py); False: each step's batch sampled, cut by the stored lengths (older runs)
     sample_by_epoch: bool = True
@@ -74,5 +75,6 @@ ADDED_SINCE = {
     "late_dropout": 0.0,
     "target_subword_alpha": 0.0,
     "source_word_dropout": 0.0,
+    "target_word_dropout": 0.0,
     "weight_decay": 0.01,  # AdamW's default, which runs trained with before the option
 }

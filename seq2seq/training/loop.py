@@ -54,6 +54,7 @@ class Loop:
             config.clip_norm,
             config.label_smoothing,
             config.source_word_dropout,
+            config.target_word_dropout,
         )
 
     def run(self, state: TrainingState, reporter: Reporter, should_stop, start_time: float) -> dict:

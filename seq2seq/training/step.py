@@ -13,7 +13,7 @@ import math
 import torch
 from torch import nn
 
-from seq2seq.data.batch import Batch, blank_source_pieces
+from seq2seq.data.batch import Batch, blank_source_pieces, blank_target_inputs
 from seq2seq.data.special import PAD_ID
 from seq2seq.training.distributed import World
 from seq2seq.training.loss import smoothed_cross_entropy
@@ -53,15 +53,18 @@ class TrainStep:
         clip_norm: float,
         smoothing: float,
         source_word_dropout: float = 0.0,
+        target_word_dropout: float = 0.0,
     ):
         self.model, self.optimizer, self.world, self.autocast = model, optimizer, world, autocast
-        self.clip_norm, self.smoothing, self.source_word_dropout = clip_norm, smoothing, source_word_dropout
+        self.clip_norm, self.smoothing = clip_norm, smoothing
+        self.source_word_dropout, self.target_word_dropout = source_word_dropout, target_word_dropout
 
     def __call__(self, batch: Batch, lr: float, weight: float = 1.0) -> tuple[float, int]:
         """Train on `batch` (weight 0: this process has none this step, see rank_batch); returns
         the step's mean loss per token and its token count, over all processes."""
         self.model.train()
         batch = blank_source_pieces(batch, self.source_word_dropout)
+        batch = blank_target_inputs(batch, self.target_word_dropout)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         with self.autocast:
