@@ -92,6 +92,7 @@ def test_train_again_resumes(trained, tmp_path):
         (["--subword-alpha", "0.2"], "was started with --subword-alpha 0.3"),
         (["--label-smoothing", "0.2"], "was started with --label-smoothing 0.1"),
         (["--source-word-dropout", "0.1"], "was started with --source-word-dropout 0.0"),
+        (["--target-word-dropout", "0.1"], "was started with --target-word-dropout 0.0"),
         (["--weight-decay", "0.1"], "was started with --weight-decay 0.01"),
     ],
 )

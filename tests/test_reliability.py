@@ -148,6 +148,7 @@ def test_bad_train_options_and_corpora(cli, tmp_path):
         (["--target-subword-alpha", "1.5"], "Invalid value for '--target-subword-alpha'"),
         (["--label-smoothing", "-0.1"], "Invalid value for '--label-smoothing'"),
         (["--source-word-dropout", "1"], "Invalid value for '--source-word-dropout'"),
+        (["--target-word-dropout", "-0.1"], "Invalid value for '--target-word-dropout'"),
         (["--weight-decay", "-0.1"], "Invalid value for '--weight-decay'"),
     ]  # what follows "Invalid value" in a range error is Typer's wording, which changes between versions
     for args, message in cases:

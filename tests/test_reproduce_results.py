@@ -60,3 +60,17 @@ def test_table_only_prints_and_refuses_the_options_of_a_run(script, monkeypatch,
             script.main(argv)
         assert stop.value.code == 2 and message in capsys.readouterr().err
     assert json.loads(results.read_text()).keys() == {"en-fr", "en-de"}  # nothing ran, nothing written
+
+
+def test_the_recorded_cpu_names_its_family_and_model(scripts):
+    """Two VMs that print the same name and flags ran the same recipe at half and at full speed:
+    the entry must tell them apart."""
+    machine = scripts("machine")
+    block = (
+        "processor\t: {n}\nvendor_id\t: AuthenticAMD\ncpu family\t: {family}\nmodel\t\t: {model}\n"
+        "model name\t: AMD EPYC\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16\n\n"
+    )
+    zen4 = block.format(n=0, family=25, model=17) + block.format(n=1, family=25, model=17)
+    assert machine.cpu(zen4) == "AMD EPYC, family 25 model 17 (avx2, avx512f, avx512_bf16)"
+    assert machine.cpu(block.format(n=0, family=26, model=2)) != machine.cpu(zen4)
+    assert machine.cpu("model name\t: Some CPU\nflags\t\t: fpu sse2\n") == "Some CPU (no AVX2)"

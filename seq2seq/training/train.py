@@ -72,7 +72,9 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
     return loop.run(state, reporter, should_stop, start_time)
 
 
-def adamw(model: torch.nn.Module, lr: float, weight_decay: float = 0.01) -> torch.optim.AdamW:
+def adamw(
+    model: torch.nn.Module, lr: float, weight_decay: float = TrainConfig.weight_decay
+) -> torch.optim.AdamW:
     """AdamW whose update runs as one fused kernel per parameter group: the default on a CPU is a
     loop of a dozen operator calls per parameter (its multi-tensor form is CUDA's default only).
     The same arithmetic: 1.02-1.03x the training step on a `small` model, bf16 or fp32
