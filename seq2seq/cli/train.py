@@ -9,6 +9,7 @@ import typer
 from seq2seq.cli import display
 from seq2seq.cli.options import CORPUS, DATA_DIR, DEVICE, RUN, run_dir
 from seq2seq.errors import Seq2SeqError
+from seq2seq.fields import RANGES
 from seq2seq.training.config import TrainConfig
 
 RECIPE = TrainConfig()  # the options' defaults are the recipe's: one place to change them
@@ -57,6 +58,13 @@ def finite(value: float | None) -> float | None:
     return value
 
 
+def recipe_option(name: str, help: str):
+    """The option of the recipe's field `name`: its default, and the bounds config.json's value
+    is held to (`fields.RANGES`), so the command line and a hand-edited run refuse the same values."""
+    low, high = RANGES[name]
+    return typer.Option(getattr(RECIPE, name), min=low, max=high, callback=finite, help=help)
+
+
 def train(
     ctx: typer.Context,
     data_dir: str | None = DATA_DIR,
@@ -101,12 +109,9 @@ def train(
         "a time budget is this invocation's, so a resumed run cools down at the end of its own.",
     ),
     dropout: float = typer.Option(0.1, min=0.0, max=0.9, callback=finite, help="Dropout."),
-    late_dropout: float = typer.Option(
-        RECIPE.late_dropout,
-        min=0.0,
-        max=0.9,
-        callback=finite,
-        help="Late dropout: raise the dropout to this once the run has seen --late-dropout-from epochs, "
+    late_dropout: float = recipe_option(
+        "late_dropout",
+        "Late dropout: raise the dropout to this once the run has seen --late-dropout-from epochs, "
         "linearly over --late-dropout-over epochs (0: off; a --dropout of 0, or above this, stays as it "
         "is); for budgets that buy many epochs.",
     ),
@@ -116,48 +121,23 @@ def train(
     late_dropout_over: float = typer.Option(
         RECIPE.late_dropout_over, min=0.0, callback=finite, help="Epochs late dropout takes to rise."
     ),
-    label_smoothing: float = typer.Option(
-        RECIPE.label_smoothing,
-        min=0.0,
-        max=0.9,
-        callback=finite,
-        help="Label smoothing of the training loss.",
+    label_smoothing: float = recipe_option("label_smoothing", "Label smoothing of the training loss."),
+    weight_decay: float = recipe_option("weight_decay", "AdamW's weight decay (decoupled; every parameter)."),
+    subword_alpha: float = recipe_option(
+        "subword_alpha",
+        "Sample source segmentations each epoch, P(x)^alpha (subword regularization; 0: off).",
     ),
-    weight_decay: float = typer.Option(
-        RECIPE.weight_decay,
-        min=0.0,
-        max=10.0,
-        callback=finite,
-        help="AdamW's weight decay (decoupled; every parameter).",
+    target_subword_alpha: float = recipe_option(
+        "target_subword_alpha",
+        "Sample target segmentations each epoch too, P(x)^alpha (0: off).",
     ),
-    subword_alpha: float = typer.Option(
-        RECIPE.subword_alpha,
-        min=0.0,
-        max=1.0,
-        callback=finite,
-        help="Sample source segmentations each epoch, P(x)^alpha (subword regularization; 0: off).",
+    source_word_dropout: float = recipe_option(
+        "source_word_dropout",
+        "Word dropout: each source piece of a training batch becomes <unk> with this probability (0: off).",
     ),
-    target_subword_alpha: float = typer.Option(
-        RECIPE.target_subword_alpha,
-        min=0.0,
-        max=1.0,
-        callback=finite,
-        help="Sample target segmentations each epoch too, P(x)^alpha (0: off).",
-    ),
-    source_word_dropout: float = typer.Option(
-        RECIPE.source_word_dropout,
-        min=0.0,
-        max=0.9,
-        callback=finite,
-        help="Word dropout: each source piece of a training batch becomes <unk> with this probability "
-        "(0: off).",
-    ),
-    target_word_dropout: float = typer.Option(
-        RECIPE.target_word_dropout,
-        min=0.0,
-        max=0.9,
-        callback=finite,
-        help="Word dropout on the decoder's input: each target piece it reads in training becomes <unk> "
+    target_word_dropout: float = recipe_option(
+        "target_word_dropout",
+        "Word dropout on the decoder's input: each target piece it reads in training becomes <unk> "
         "with this probability; what it predicts stays whole (0: off).",
     ),
     vocab_size: int = typer.Option(
