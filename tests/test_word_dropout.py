@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from seq2seq.data.batch import Batch, blank_source_pieces, blank_target_inputs, collate
+from seq2seq.data.batch import blank_source_pieces, blank_target_inputs, collate
 from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from seq2seq.device import autocast
 from seq2seq.models.registry import build_model
@@ -74,9 +74,7 @@ def test_a_training_step_reads_the_blanked_batch():
     model = build_model(cfg)
     twin = copy.deepcopy(model)
     batch = collate([[10, 11, 12, 13], [20, 21]], [[30, 31, 32], [40, 41, 42, 43]], max_len=64)
-    all_unk = Batch(
-        batch.src.masked_fill(batch.src >= 4, UNK_ID), batch.tgt_in, batch.tgt_out, batch.n_tokens
-    )
+    all_unk = replace(batch, src=batch.src.masked_fill(batch.src >= 4, UNK_ID))
     unk_in = replace(batch, tgt_in=batch.tgt_in.masked_fill(batch.tgt_in >= 4, UNK_ID))
     world = World()
 
