@@ -13,6 +13,8 @@ Variants (each its own copy of one freshly initialised model, with the run's con
             the loss, what `seq2seq train` used before the fused loss
   allpositions  the fused step projecting every target position to the vocabulary, padding
             included, as `seq2seq train` did before it kept the real ones alone
+  rdrop     the fused step with R-Drop (`train --r-drop 5`): each batch through the model twice;
+            its target tokens/s counts each distinct token once, so its ratio is the cost
   compiled  the forward and loss under torch.compile (inductor, dynamic shapes: one graph serves
             every batch shape), with the fused AdamW; its compile time is printed apart
 
@@ -68,7 +70,8 @@ def trainer(config: ModelConfig, variant: str, precision, device: torch.device) 
         optimizer = adamw(model, lr=1e-4)
     forward = torch.compile(model, dynamic=True) if variant == "compiled" else model
     step = {"torchloss": TorchLossStep, "allpositions": AllPositionsStep}.get(variant, TrainStep)
-    return step(forward, optimizer, World(), precision, clip_norm=1.0, smoothing=0.1)
+    r_drop = 5.0 if variant == "rdrop" else 0.0
+    return step(forward, optimizer, World(), precision, clip_norm=1.0, smoothing=0.1, r_drop=r_drop)
 
 
 def main() -> None:

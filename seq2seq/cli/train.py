@@ -140,6 +140,11 @@ def train(
         "Word dropout on the decoder's input: each target piece it reads in training becomes <unk> "
         "with this probability; what it predicts stays whole (0: off).",
     ),
+    r_drop: float = recipe_option(
+        "r_drop",
+        "R-Drop's alpha: each batch goes through the model twice, and the KL between the two "
+        "passes joins the loss (0: off; a step costs about two).",
+    ),
     vocab_size: int = typer.Option(
         RECIPE.vocab_size, min=8, help="Vocabulary size, if the run has no tokenizer."
     ),
@@ -187,6 +192,7 @@ def train(
         target_subword_alpha=target_subword_alpha,
         source_word_dropout=source_word_dropout,
         target_word_dropout=target_word_dropout,
+        r_drop=r_drop,
         late_dropout=late_dropout,
         late_dropout_from=late_dropout_from,
         late_dropout_over=late_dropout_over,

@@ -19,6 +19,7 @@ class TrainConfig:
     target_subword_alpha: float = 0.0  # >0: target pieces sampled too (by the epoch only)
     source_word_dropout: float = 0.0  # each source piece of a training batch UNK with this probability
     target_word_dropout: float = 0.0  # each piece the decoder reads in training UNK with this probability
+    r_drop: float = 0.0  # >0: R-Drop's alpha, each batch twice and the two passes' KL (step.summed_loss)
     # sampled for the whole epoch at its start, and its batches cut by the sampled lengths
     # (data/sampling.py); False: each step's batch sampled, cut by the stored lengths (older runs)
     sample_by_epoch: bool = True
@@ -77,4 +78,5 @@ ADDED_SINCE = {
     "source_word_dropout": 0.0,
     "target_word_dropout": 0.0,
     "weight_decay": 0.01,  # AdamW's default, which runs trained with before the option
+    "r_drop": 0.0,
 }

@@ -55,6 +55,7 @@ class Loop:
             config.label_smoothing,
             config.source_word_dropout,
             config.target_word_dropout,
+            config.r_drop,
         )
 
     def run(self, state: TrainingState, reporter: Reporter, should_stop, start_time: float) -> dict:
