@@ -47,6 +47,21 @@ def test_the_blockwise_kl_has_autograd_s_value_and_gradients(dtype):
         torch.testing.assert_close(symmetric_kl(first, second), ours)
 
 
+def test_under_bf16_autocast_the_kl_is_the_one_computed_without_it():
+    """The training step runs the loss under autocast; the KL's sums stay fp32 inside it."""
+    torch.manual_seed(2)
+    first, second = (torch.randn(40, 500).bfloat16().requires_grad_() for _ in range(2))
+    plain = symmetric_kl(first, second)
+    plain.backward()
+    grads = first.grad.clone(), second.grad.clone()
+    first.grad = second.grad = None
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        autocast = symmetric_kl(first, second)
+    autocast.backward()
+    assert autocast.dtype == torch.float32 and torch.equal(autocast, plain)
+    assert torch.equal(first.grad, grads[0]) and torch.equal(second.grad, grads[1])
+
+
 def test_the_kl_of_a_distribution_with_itself_is_zero_and_so_is_its_gradient():
     logits = torch.randn(5, 40, requires_grad=True)
     same = logits.detach().clone().requires_grad_()

@@ -95,6 +95,11 @@ def kl_blocks(first: Tensor, second: Tensor, grads: tuple[Tensor, Tensor] | None
     respect to both logits are written there: with d = log p - log q, the first side's is
     (p (d - E_p[d]) + p - q) / 2, and the second's the same with p and q exchanged. In place
     where it can be: six (n, V) fp32 blocks are live, so a block has fewer rows than the loss's."""
+    with torch.autocast(first.device.type, enabled=False):  # autocast would round the row sums to bf16
+        return _kl_blocks(first, second, grads)
+
+
+def _kl_blocks(first: Tensor, second: Tensor, grads: tuple[Tensor, Tensor] | None) -> Tensor:
     total = torch.zeros((), dtype=torch.float32, device=first.device)
     for start in range(0, len(first), KL_ROWS):
         rows = slice(start, start + KL_ROWS)
@@ -120,13 +125,18 @@ class SymmetricKL(torch.autograd.Function):
         grads = torch.empty_like(first), torch.empty_like(second)
         total = kl_blocks(first, second, grads)
         ctx.save_for_backward(*grads)
+        ctx.used = False
         return total
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_output: Tensor) -> tuple[Tensor, Tensor]:
+        # scaled in place, as the loss's: two gradients as large as the logits serve one pass
+        if ctx.used:
+            raise RuntimeError("symmetric_kl's graph can be backpropagated once")
+        ctx.used = True
         first, second = ctx.saved_tensors
-        return first * grad_output, second * grad_output
+        return first.mul_(grad_output), second.mul_(grad_output)
 
 
 class SmoothedCrossEntropy(torch.autograd.Function):
