@@ -90,16 +90,12 @@ def kl_sum(first: Tensor, second: Tensor) -> Tensor:
     return 0.5 * ((log_p.exp() - log_q.exp()) * (log_p - log_q)).sum()
 
 
+@torch.autocast("cpu", enabled=False)  # the CPU's path (symmetric_kl); autocast would round row sums to bf16
 def kl_blocks(first: Tensor, second: Tensor, grads: tuple[Tensor, Tensor] | None) -> Tensor:
     """The summed symmetric KL, a block of rows at a time; given `grads`, its gradients with
     respect to both logits are written there: with d = log p - log q, the first side's is
     (p (d - E_p[d]) + p - q) / 2, and the second's the same with p and q exchanged. In place
     where it can be: six (n, V) fp32 blocks are live, so a block has fewer rows than the loss's."""
-    with torch.autocast(first.device.type, enabled=False):  # autocast would round the row sums to bf16
-        return _kl_blocks(first, second, grads)
-
-
-def _kl_blocks(first: Tensor, second: Tensor, grads: tuple[Tensor, Tensor] | None) -> Tensor:
     total = torch.zeros((), dtype=torch.float32, device=first.device)
     for start in range(0, len(first), KL_ROWS):
         rows = slice(start, start + KL_ROWS)
@@ -131,12 +127,7 @@ class SymmetricKL(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_output: Tensor) -> tuple[Tensor, Tensor]:
-        # scaled in place, as the loss's: two gradients as large as the logits serve one pass
-        if ctx.used:
-            raise RuntimeError("symmetric_kl's graph can be backpropagated once")
-        ctx.used = True
-        first, second = ctx.saved_tensors
-        return first.mul_(grad_output), second.mul_(grad_output)
+        return scaled_once(ctx, grad_output, "symmetric_kl")
 
 
 class SmoothedCrossEntropy(torch.autograd.Function):
@@ -151,10 +142,13 @@ class SmoothedCrossEntropy(torch.autograd.Function):
     @staticmethod
     @once_differentiable  # the gradient is computed, not traced: a second derivative would be wrong
     def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None, None]:
-        # scaled in place: the saved gradient is as large as the logits, so it serves one backward
-        # pass only
-        if ctx.used:
-            raise RuntimeError("smoothed_cross_entropy's graph can be backpropagated once")
-        ctx.used = True
-        (grad,) = ctx.saved_tensors
-        return grad.mul_(grad_output), None, None
+        return *scaled_once(ctx, grad_output, "smoothed_cross_entropy"), None, None
+
+
+def scaled_once(ctx, grad_output: Tensor, name: str) -> tuple[Tensor, ...]:
+    """The gradients a forward pass computed and saved, scaled in place by `grad_output`: each is as
+    large as the logits, so it serves one backward pass only, and a second is refused."""
+    if ctx.used:
+        raise RuntimeError(f"{name}'s graph can be backpropagated once")
+    ctx.used = True
+    return tuple(grad.mul_(grad_output) for grad in ctx.saved_tensors)
