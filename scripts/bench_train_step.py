@@ -3,6 +3,7 @@
 
     python scripts/bench_train_step.py --run runs/multi30k-en-fr
     python scripts/bench_train_step.py --run runs/multi30k-en-fr --fp32 --variants eager fused
+    python scripts/bench_train_step.py --run runs/multi30k-en-fr --variants fused concat
 
 Variants (each its own copy of one freshly initialised model, with the run's config):
   eager     AdamW with its default update (on a CPU a loop over the parameters), as `seq2seq
@@ -15,11 +16,13 @@ Variants (each its own copy of one freshly initialised model, with the run's con
             included, as `seq2seq train` did before it kept the real ones alone
   rdrop     the fused step with R-Drop (`train --r-drop 5`): each batch through the model twice;
             its target tokens/s counts each distinct token once, so its ratio is the cost
+  concat    the fused step on batches of the epoch with half its pairs joined two by two
+            (`train --concat 0.5`, data/joining.py): batches of its own, cut the same way
   compiled  the forward and loss under torch.compile (inductor, dynamic shapes: one graph serves
             every batch shape), with the fused AdamW; its compile time is printed apart
 
 The batches are the first ones of the run's epoch 0 (its tokenized training set, its token
-budget); every variant trains on the same ones, the variants take turns (round-robin, one batch
+budget); every variant but concat trains on the same ones, the variants take turns (round-robin, one batch
 each, the order rotating), so a noisy neighbour spoils all of them alike. Prints the CPU and its
 flags first (and the GPU with `--device cuda`).
 """
@@ -37,6 +40,7 @@ from timing import finish
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.data import tokenized
 from seq2seq.data.batch import collate, token_batches
+from seq2seq.data.joining import JoinedPairs
 from seq2seq.data.special import PAD_ID
 from seq2seq.device import autocast, use_bf16
 from seq2seq.models.registry import ModelConfig, build_model, config_from_dict
@@ -93,9 +97,8 @@ def main() -> None:
     config = config_from_dict(saved["model"])
     max_tokens = saved["train"]["max_tokens"]
     train_set = tokenized.load(next((run / "tokenized").iterdir()))
-    indices = token_batches(train_set.lengths, max_tokens, seed=1, epoch=0)[: args.warmup + args.batches]
     device = torch.device(args.device)
-    batches = [collate(*train_set.rows(i), config.max_positions).to(device) for i in indices]
+    batches = {v: epoch_batches(train_set, v, max_tokens, config.max_positions, args) for v in args.variants}
     precision = autocast(device, not args.fp32)
     bf16 = use_bf16(device, not args.fp32)
     print(f"CPU: {cpu()}; torch {torch.__version__}; {args.threads} threads")
@@ -107,28 +110,38 @@ def main() -> None:
     steps = {v: trainer(config, v, precision, device) for v in args.variants}
     for variant, step in steps.items():  # the warm-up batches: compilation happens here
         tick = time.perf_counter()
-        for batch in batches[: args.warmup]:
+        for batch in batches[variant][: args.warmup]:
             step(batch, lr=1e-4)
         finish(device)
         warm = time.perf_counter() - tick
         print(f"{variant}: first {args.warmup} batches (warm-up, compilation) {warm:.1f} s")
     seconds = dict.fromkeys(steps, 0.0)
-    tokens = sum(b.n_tokens for b in batches[args.warmup :])
+    tokens = {v: sum(b.n_tokens for b in batches[v][args.warmup :]) for v in steps}
     names = list(steps)
-    for i, batch in enumerate(batches[args.warmup :]):
+    for i in range(args.batches):
         # the order rotates batch by batch: on CUDA with bf16 autocast whichever variant went
         # first was measured 3x slower than itself elsewhere in the order (H100, torch 2.11)
         for variant in names[i % len(names) :] + names[: i % len(names)]:
             step = steps[variant]
             tick = time.perf_counter()
-            step(batch, lr=1e-4)
+            step(batches[variant][args.warmup + i], lr=1e-4)
             finish(device)
             seconds[variant] += time.perf_counter() - tick
-    base = tokens / seconds[args.variants[0]]
-    print(f"| variant | target tokens/s | vs {args.variants[0]} |")
+    base = tokens[names[0]] / seconds[names[0]]
+    print(f"| variant | target tokens/s | vs {names[0]} |")
     print("|---|---|---|")
     for variant, s in seconds.items():
-        print(f"| {variant} | {tokens / s:,.0f} | {tokens / s / base:.2f} |")
+        print(f"| {variant} | {tokens[variant] / s:,.0f} | {tokens[variant] / s / base:.2f} |")
+
+
+def epoch_batches(train_set, variant: str, max_tokens: int, max_positions: int, args) -> list:
+    """The first batches of epoch 0 that `variant` trains on, on the device."""
+    pairs, rows = train_set, train_set.rows
+    if variant == "concat":
+        joined = JoinedPairs(train_set, train_set.rows, 0.5, seed=1, epoch=0, limit=max_positions - 1)
+        pairs, rows = joined, joined.rows
+    indices = token_batches(pairs.lengths, max_tokens, seed=1, epoch=0)[: args.warmup + args.batches]
+    return [collate(*rows(i), max_positions).to(torch.device(args.device)) for i in indices]
 
 
 if __name__ == "__main__":

@@ -145,6 +145,11 @@ def train(
         "R-Drop's alpha: each batch goes through the model twice, and the KL between the two "
         "passes joins the loss (0: off; a step costs about two).",
     ),
+    concat: float = recipe_option(
+        "concat",
+        "Concatenation augmentation: this share of each epoch's pairs is joined two by two with "
+        "random partners, each pair still seen once an epoch (0: off).",
+    ),
     vocab_size: int = typer.Option(
         RECIPE.vocab_size, min=8, help="Vocabulary size, if the run has no tokenizer."
     ),
@@ -193,6 +198,7 @@ def train(
         source_word_dropout=source_word_dropout,
         target_word_dropout=target_word_dropout,
         r_drop=r_drop,
+        concat=concat,
         late_dropout=late_dropout,
         late_dropout_from=late_dropout_from,
         late_dropout_over=late_dropout_over,

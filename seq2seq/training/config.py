@@ -20,6 +20,7 @@ class TrainConfig:
     source_word_dropout: float = 0.0  # each source piece of a training batch UNK with this probability
     target_word_dropout: float = 0.0  # each piece the decoder reads in training UNK with this probability
     r_drop: float = 0.0  # >0: R-Drop's alpha, each batch twice and the two passes' KL (step.summed_loss)
+    concat: float = 0.0  # the share of each epoch's pairs joined two by two (data/joining.py)
     # sampled for the whole epoch at its start, and its batches cut by the sampled lengths
     # (data/sampling.py); False: each step's batch sampled, cut by the stored lengths (older runs)
     sample_by_epoch: bool = True
@@ -48,9 +49,11 @@ class TrainConfig:
     world_size: int = 1  # processes training data-parallel (torchrun); each step takes one batch per process
 
     def __post_init__(self):
-        """The per-step path (runs from before `sample_by_epoch`) samples sources only."""
+        """The per-step path (runs from before `sample_by_epoch`) samples sources only, alone."""
         if self.target_subword_alpha > 0 and not self.sample_by_epoch:
             raise ValueError("target_subword_alpha needs sample_by_epoch (targets are drawn by the epoch)")
+        if self.concat > 0 and self.subword_alpha > 0 and not self.sample_by_epoch:
+            raise ValueError("concat needs sample_by_epoch (partners are drawn by the epoch)")
 
 
 # The limits belong to one invocation: a resumed run takes them from the new command line (a run
@@ -79,4 +82,5 @@ ADDED_SINCE = {
     "target_word_dropout": 0.0,
     "weight_decay": 0.01,  # AdamW's default, which runs trained with before the option
     "r_drop": 0.0,
+    "concat": 0.0,
 }

@@ -7,7 +7,7 @@ from functools import partial
 import torch
 
 from seq2seq.data.batch import Batch, collate, pair_lengths, token_batches
-from seq2seq.data.sampling import KEPT, SampledPairs
+from seq2seq.data.sampling import KEPT
 from seq2seq.data.tokenized import TokenizedPairs
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.device import autocast
@@ -17,6 +17,7 @@ from seq2seq.training import averaging
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, rank_batch
+from seq2seq.training.epoch import epoch_pairs
 from seq2seq.training.reporter import Reporter
 from seq2seq.training.resume import TrainingState
 from seq2seq.training.schedule import budget_progress, dropout_at, lr_schedule
@@ -168,21 +169,10 @@ class Loop:
         return collate(src, tgt, self.max_len).to(self.device)
 
     def _epoch_sources(self, epoch: int):
-        """What the epoch's batches are cut by (the stored set, or this epoch's draw: its `lengths`
-        and `side_lengths`), and how to read a batch's rows (None: `_step_rows`)."""
-        cfg = self.config
-        if cfg.subword_alpha <= 0 and cfg.target_subword_alpha <= 0:
-            return self.train_set, self.train_set.rows
-        if not cfg.sample_by_epoch:
-            return self.train_set, None
+        """The epoch's pairs (training/epoch.py), drawn where the cores allow, kept by rank 0."""
         kept = self.run_dir / KEPT if self.world.is_main else None  # rank 0 alone writes
         workers = max(1, (os.cpu_count() or 1) // self.world.size)  # each process draws: share the cores
-        # targets fit max_len - 1 pieces, as collate cuts them: the rest of the positions hold BOS or EOS
-        sides = dict(target_alpha=cfg.target_subword_alpha, target_limit=self.max_len - 1)
-        sampled = SampledPairs(
-            self.train_set, self.tokenizer, cfg.subword_alpha, cfg.seed, epoch, kept, workers, **sides
-        )
-        return sampled, sampled.rows
+        return epoch_pairs(self.train_set, self.tokenizer, self.config, epoch, self.max_len, kept, workers)
 
     def _step_rows(self, indices, step: int) -> tuple[list[list[int]], list[list[int]]]:
         """Subword sampling as runs from before `sample_by_epoch` trained: the batch's sources
