@@ -116,9 +116,10 @@ def main() -> None:
         warm = time.perf_counter() - tick
         print(f"{variant}: first {args.warmup} batches (warm-up, compilation) {warm:.1f} s")
     seconds = dict.fromkeys(steps, 0.0)
-    tokens = {v: sum(b.n_tokens for b in batches[v][args.warmup :]) for v in steps}
+    timed = min(len(b) for b in batches.values()) - args.warmup  # a short epoch may have fewer
+    tokens = {v: sum(b.n_tokens for b in batches[v][args.warmup : args.warmup + timed]) for v in steps}
     names = list(steps)
-    for i in range(args.batches):
+    for i in range(timed):
         # the order rotates batch by batch: on CUDA with bf16 autocast whichever variant went
         # first was measured 3x slower than itself elsewhere in the order (H100, torch 2.11)
         for variant in names[i % len(names) :] + names[: i % len(names)]:

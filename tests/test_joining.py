@@ -67,6 +67,15 @@ def test_every_pair_is_seen_once_an_epoch_alone_or_joined_to_one_other(n, share,
     assert epoch.rows(some) == ([src[i] for i in some], [tgt[i] for i in some])
 
 
+@pytest.mark.parametrize(("n", "share"), [(0, 0.5), (1, 1.0), (7, 1.0)])
+def test_too_few_pairs_to_join_stay_alone(n, share):
+    pairs = listed(n)
+    epoch = JoinedPairs(pairs, pairs.rows, share, seed=1, epoch=0, limit=1000)
+    src, _ = epoch.rows(range(len(epoch)))
+    assert sorted(i for row in members_of(src) for i in row) == list(range(n))
+    assert len(epoch) == n - n // 2 and len(epoch.lengths) == len(epoch)  # 7 pairs: 3 joined, 1 alone
+
+
 def test_the_partners_follow_the_seed_and_the_epoch():
     pairs = listed(60)
     drawn = {
@@ -114,6 +123,23 @@ def test_an_epoch_of_a_stored_set_joins_its_pairs_as_they_are_read(tmp_path, alp
         parts = [i for i in members if i >= 0]
         assert row_src == chained(alone_src, parts) and row_tgt == chained(alone_tgt, parts)
     assert " ".join(tokenizer.decode(tgt)).count("une phrase") == len(stored)
+
+
+def test_an_epoch_joins_no_side_past_what_the_model_s_positions_hold(tmp_path):
+    """collate keeps max_len - 1 pieces a side (the last position holds EOS or BOS): a join of
+    max_len pieces would be cut, so its pairs stay alone; one of max_len - 1 is joined."""
+    tokenizer = caption_tokenizer(tmp_path / "tok.model")
+    pairs = [(f"{caption} {i}", f"une phrase {i}") for i, caption in enumerate(EN * 6)]
+    stored = build(tmp_path / "run", tsv_corpus(tmp_path / "corpus", pairs), tokenizer)
+    config = TrainConfig(subword_alpha=0.0, concat=1.0)
+    unlimited, _ = epoch_pairs(stored, tokenizer, config, epoch=0, max_len=10_000)
+    members, lengths = unlimited.members.tolist(), unlimited.lengths.tolist()
+    longer_side = {tuple(m): n - 1 for m, n in zip(members, lengths, strict=True)}  # of each row, in pieces
+    max_len = sorted(longer_side.values())[len(longer_side) // 2]
+    assert max_len - 1 in longer_side.values() and max_len in longer_side.values()  # the test can fail
+    epoch, _ = epoch_pairs(stored, tokenizer, config, epoch=0, max_len=max_len)
+    joined = {tuple(m) for m in epoch.members.tolist() if m[1] >= 0}
+    assert joined == {m for m, n in longer_side.items() if m[1] >= 0 and n <= max_len - 1}
 
 
 def test_joining_changes_training_and_a_resumed_run_joins_the_same(tmp_path):
