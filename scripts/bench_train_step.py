@@ -40,11 +40,12 @@ from timing import finish
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.data import tokenized
 from seq2seq.data.batch import collate, token_batches
-from seq2seq.data.joining import JoinedPairs
 from seq2seq.data.special import PAD_ID
 from seq2seq.device import autocast, use_bf16
 from seq2seq.models.registry import ModelConfig, build_model, config_from_dict
+from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World
+from seq2seq.training.epoch import epoch_pairs
 from seq2seq.training.loss import smoothed_cross_entropy
 from seq2seq.training.step import TrainStep
 from seq2seq.training.train import adamw
@@ -136,11 +137,10 @@ def main() -> None:
 
 
 def epoch_batches(train_set, variant: str, max_tokens: int, max_positions: int, args) -> list:
-    """The first batches of epoch 0 that `variant` trains on, on the device."""
-    pairs, rows = train_set, train_set.rows
-    if variant == "concat":
-        joined = JoinedPairs(train_set, train_set.rows, 0.5, seed=1, epoch=0, limit=max_positions - 1)
-        pairs, rows = joined, joined.rows
+    """The first batches of epoch 0 that `variant` trains on (its stored pieces, half of them joined
+    for concat, as `seq2seq train` reads an epoch), on the device."""
+    recipe = TrainConfig(subword_alpha=0.0, concat=0.5 if variant == "concat" else 0.0, seed=1)
+    pairs, rows = epoch_pairs(train_set, None, recipe, epoch=0, max_len=max_positions)
     indices = token_batches(pairs.lengths, max_tokens, seed=1, epoch=0)[: args.warmup + args.batches]
     return [collate(*rows(i), max_positions).to(torch.device(args.device)) for i in indices]
 

@@ -13,7 +13,7 @@ from seq2seq.training.config import TrainConfig
 
 def epoch_pairs(
     train_set: TokenizedPairs,
-    tokenizer: Tokenizer,
+    tokenizer: Tokenizer | None,
     cfg: TrainConfig,
     epoch: int,
     max_len: int,
@@ -22,21 +22,23 @@ def epoch_pairs(
 ):
     """What the epoch's batches are cut by (`lengths`, `side_lengths()`), and how to read a batch's
     rows (None: by the step, as runs from before `sample_by_epoch`: Loop._step_rows). `kept`: where
-    the draw is kept (rank 0's run directory); `workers`: processes that draw it."""
-    source, rows = _drawn(train_set, tokenizer, cfg, epoch, max_len, kept, workers)
-    if cfg.concat <= 0 or rows is None:  # TrainConfig refuses concat with the per-step draw
+    the draw is kept (rank 0's run directory); `workers`: processes that draw it; `tokenizer`: only
+    what samples (None without subword sampling)."""
+    # a sampled target or a joined side fits max_len - 1 pieces, as collate cuts them: the rest of
+    # the positions hold BOS or EOS
+    limit = max_len - 1
+    source, rows = _drawn(train_set, tokenizer, cfg, epoch, limit, kept, workers)
+    if cfg.concat <= 0:  # (TrainConfig refuses concat with the per-step draw, whose rows are None)
         return source, rows
-    # a joined side fits max_len - 1 pieces, as collate cuts them: the rest hold BOS or EOS
-    joined = JoinedPairs(source, rows, cfg.concat, cfg.seed, epoch, max_len - 1)
+    joined = JoinedPairs(source, rows, cfg.concat, cfg.seed, epoch, limit)
     return joined, joined.rows
 
 
-def _drawn(train_set, tokenizer, cfg: TrainConfig, epoch: int, max_len: int, kept, workers: int):
+def _drawn(train_set, tokenizer, cfg: TrainConfig, epoch: int, limit: int, kept, workers: int):
     if cfg.subword_alpha <= 0 and cfg.target_subword_alpha <= 0:
         return train_set, train_set.rows
     if not cfg.sample_by_epoch:
         return train_set, None
-    # targets fit max_len - 1 pieces, as collate cuts them: the rest of the positions hold BOS or EOS
-    sides = dict(target_alpha=cfg.target_subword_alpha, target_limit=max_len - 1)
+    sides = dict(target_alpha=cfg.target_subword_alpha, target_limit=limit)
     sampled = SampledPairs(train_set, tokenizer, cfg.subword_alpha, cfg.seed, epoch, kept, workers, **sides)
     return sampled, sampled.rows
