@@ -29,6 +29,7 @@ RANGES = {
     "target_word_dropout": (0.0, 0.9),
     "r_drop": (0.0, 100.0),
     "concat": (0.0, 1.0),
+    "bidirectional": (0, 1 << 31),
     "late_dropout": (0.0, 0.9),
     "late_dropout_from": (0.0, 1e9),
     "late_dropout_over": (0.0, 1e9),

@@ -152,6 +152,7 @@ def test_bad_train_options_and_corpora(cli, tmp_path):
         (["--weight-decay", "-0.1"], "Invalid value for '--weight-decay'"),
         (["--r-drop", "-1"], "Invalid value for '--r-drop'"),
         (["--concat", "1.5"], "Invalid value for '--concat'"),
+        (["--bidirectional", "-1"], "Invalid value for '--bidirectional'"),
     ]  # what follows "Invalid value" in a range error is Typer's wording, which changes between versions
     for args, message in cases:
         result = cli("train", "--data-dir", data, "--run", tmp_path / "run", *args)

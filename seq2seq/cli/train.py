@@ -150,6 +150,11 @@ def train(
         "Concatenation augmentation: this share of each epoch's pairs is joined two by two with "
         "random partners, each pair still seen once an epoch (0: off).",
     ),
+    bidirectional: int = recipe_option(
+        "bidirectional",
+        "Bidirectional training: the first N epochs also train on every pair reversed "
+        "(target to source), each such epoch about twice the steps (0: off).",
+    ),
     vocab_size: int = typer.Option(
         RECIPE.vocab_size, min=8, help="Vocabulary size, if the run has no tokenizer."
     ),
@@ -199,6 +204,7 @@ def train(
         target_word_dropout=target_word_dropout,
         r_drop=r_drop,
         concat=concat,
+        bidirectional=bidirectional,
         late_dropout=late_dropout,
         late_dropout_from=late_dropout_from,
         late_dropout_over=late_dropout_over,

@@ -21,6 +21,7 @@ class TrainConfig:
     target_word_dropout: float = 0.0  # each piece the decoder reads in training UNK with this probability
     r_drop: float = 0.0  # >0: R-Drop's alpha, each batch twice and the two passes' KL (step.summed_loss)
     concat: float = 0.0  # the share of each epoch's pairs joined two by two (data/joining.py)
+    bidirectional: int = 0  # the first N epochs train on every pair reversed too (data/reversing.py)
     # sampled for the whole epoch at its start, and its batches cut by the sampled lengths
     # (data/sampling.py); False: each step's batch sampled, cut by the stored lengths (older runs)
     sample_by_epoch: bool = True
@@ -54,6 +55,8 @@ class TrainConfig:
             raise ValueError("target_subword_alpha needs sample_by_epoch (targets are drawn by the epoch)")
         if self.concat > 0 and self.subword_alpha > 0 and not self.sample_by_epoch:
             raise ValueError("concat needs sample_by_epoch (partners are drawn by the epoch)")
+        if self.bidirectional > 0 and self.subword_alpha > 0 and not self.sample_by_epoch:
+            raise ValueError("bidirectional needs sample_by_epoch (the reversed pairs join the epoch's)")
 
 
 # The limits belong to one invocation: a resumed run takes them from the new command line (a run
@@ -83,4 +86,5 @@ ADDED_SINCE = {
     "weight_decay": 0.01,  # AdamW's default, which runs trained with before the option
     "r_drop": 0.0,
     "concat": 0.0,
+    "bidirectional": 0,
 }

@@ -1,10 +1,12 @@
 """Which pairs an epoch trains on: the stored set, or this epoch's subword draw (data/sampling.py),
-with a share of them joined two by two (data/joining.py). Each is a function of (seed, epoch), so a
+in the first `bidirectional` epochs with every pair reversed too (data/reversing.py), and with a
+share of them joined two by two (data/joining.py). Each is a function of (seed, epoch), so a
 resumed run and every data-parallel process cut the same batches."""
 
 from pathlib import Path
 
 from seq2seq.data.joining import JoinedPairs
+from seq2seq.data.reversing import BothWays
 from seq2seq.data.sampling import SampledPairs
 from seq2seq.data.tokenized import TokenizedPairs
 from seq2seq.data.tokenizer import Tokenizer
@@ -28,7 +30,11 @@ def epoch_pairs(
     # the positions hold BOS or EOS
     limit = max_len - 1
     source, rows = _drawn(train_set, tokenizer, cfg, epoch, limit, kept, workers)
-    if cfg.concat <= 0:  # (TrainConfig refuses concat with the per-step draw, whose rows are None)
+    # (TrainConfig refuses both with the per-step draw, whose rows are None)
+    if epoch < cfg.bidirectional:
+        source = BothWays(source, rows, train_set)
+        rows = source.rows
+    if cfg.concat <= 0:
         return source, rows
     joined = JoinedPairs(source, rows, cfg.concat, cfg.seed, epoch, limit)
     return joined, joined.rows
