@@ -112,12 +112,11 @@ def test_recipe_options_reach_the_run_s_config(cli, tmp_path):
     data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
     result = cli(
         *TRAIN, "--max-steps", "1", "--weight-decay", "0.3", "--r-drop", "5", "--concat", "0.5",
-        "--bidirectional", "3", "--data-dir", data, "--run", tmp_path / "run",
+        "--data-dir", data, "--run", tmp_path / "run",
     )  # fmt: skip
     assert result.code == 0, result.err
     recipe = json.loads((tmp_path / "run" / "config.json").read_text())["train"]
     assert (recipe["weight_decay"], recipe["r_drop"], recipe["concat"]) == (0.3, 5.0, 0.5)
-    assert recipe["bidirectional"] == 3
 
 
 def test_shape_options_set_the_model_over_the_preset(cli, tmp_path):

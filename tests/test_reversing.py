@@ -2,25 +2,28 @@
 stored pieces; rows read in any order, lengths that cut the batches, training that resumes exactly,
 and a model that learns both directions."""
 
+import json
 import random
 from dataclasses import replace
 
 import pytest
 
-from seq2seq.data.joining import JoinedPairs
 from seq2seq.data.reversing import BothWays
 from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.training.checkpoint import load_run
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.epoch import epoch_pairs
 from seq2seq.training.train import train
-from tests.test_joining import Listed, listed, members_of
+from tests.cli_helpers import run_cli
+from tests.conftest import write_multi30k
+from tests.test_joining import Listed, listed
 from tests.test_subword_sampling import assert_resumes_the_same_and_changes_training, reversal, sampled_corpus
 from tests.test_train import REVERSE_MODEL
 
 
 def test_both_ways_holds_the_epoch_s_pairs_then_the_stored_ones_reversed():
-    forward, stored = listed(9, seed=1), listed(9, seed=2)  # as a sampled epoch beside its stored set
+    forward = listed(9, seed=1)  # as a sampled epoch beside its stored set, told apart by the pieces
+    stored = Listed([[1000 + p for p in row] for row in forward.src], [[2000] * 3 for _ in range(9)])
     epoch = BothWays(forward, forward.rows, stored)
     assert len(epoch) == 18
     src, tgt = epoch.rows(range(18))
@@ -33,10 +36,11 @@ def test_both_ways_holds_the_epoch_s_pairs_then_the_stored_ones_reversed():
     assert epoch.rows([3]) == forward.rows([3]) and epoch.rows([]) == ([], [])
 
 
-@pytest.mark.parametrize("alpha", [0.0, 0.1])  # the stored sources, and an epoch's sampled ones
-def test_the_first_n_epochs_train_both_ways_the_rest_forward(tmp_path, alpha):
+# the stored pieces, an epoch's sampled sources, and its sampled targets
+@pytest.mark.parametrize(("alpha", "target_alpha"), [(0.0, 0.0), (0.1, 0.0), (0.0, 0.1)])
+def test_the_first_n_epochs_train_both_ways_the_rest_forward(tmp_path, alpha, target_alpha):
     tokenizer, stored = sampled_corpus(tmp_path)
-    config = TrainConfig(subword_alpha=alpha, bidirectional=2, seed=3)
+    config = TrainConfig(subword_alpha=alpha, target_subword_alpha=target_alpha, bidirectional=2, seed=3)
     n = len(stored)
     stored_src, stored_tgt = stored.rows(range(n))
     for epoch in (0, 1, 2):
@@ -47,32 +51,33 @@ def test_the_first_n_epochs_train_both_ways_the_rest_forward(tmp_path, alpha):
         assert (src[:n], tgt[:n]) == forward_rows(range(n))  # the epoch's own (sampled) pairs first
         if epoch < 2:
             assert (src[n:], tgt[n:]) == (stored_tgt, stored_src)  # then each reversed, unsampled
-        assert (src[:n] != stored_src) == (alpha > 0)
-
-
-def test_both_ways_then_joined_holds_each_pair_once_in_each_direction():
-    forward = listed(40)  # pair i: source pieces i, target pieces -i
-    stored = Listed([[i] for i in range(40)], [[1000 + i] for i in range(40)])  # reversed: 1000 + i -> i
-    both = BothWays(forward, forward.rows, stored)
-    joined = JoinedPairs(both, both.rows, 0.5, seed=1, epoch=0, limit=1000)
-    src, tgt = joined.rows(range(len(joined)))
-    assert sorted(p for row in members_of(src) for p in row) == [*range(40), *range(1000, 1040)]
-    assert len(joined) == 80 - 20
-    for row_src, row_tgt in zip(src, tgt, strict=True):  # each row's target is its sources' own
-        expected = [[-p] * len(forward.tgt[p]) if p < 1000 else [p - 1000] for p in members_of([row_src])[0]]
-        assert row_tgt == [piece for part in expected for piece in part]
+        assert (src[:n] != stored_src, tgt[:n] != stored_tgt) == (alpha > 0, target_alpha > 0)
 
 
 def test_bidirectional_training_changes_training_and_a_resumed_run_draws_the_same(tmp_path):
     model_cfg = replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.0)
-    config = reversal(tmp_path, subword_alpha=0.1, bidirectional=1, average=0)
+    # 3 steps end inside the both-ways epoch 0 (4 batches), 8 run through forward epochs of 2
+    config = reversal(tmp_path, subword_alpha=0.1, bidirectional=1, average=0, max_tokens=2048)
     assert_resumes_the_same_and_changes_training(tmp_path, config, model_cfg, {"bidirectional": 0})
 
 
-def test_the_per_step_draw_of_older_runs_refuses_bidirectional_training():
+def test_the_per_step_draw_of_older_runs_and_joining_refuse_bidirectional_training():
     with pytest.raises(ValueError, match="bidirectional needs sample_by_epoch"):
         TrainConfig(subword_alpha=0.1, sample_by_epoch=False, bidirectional=2)
     TrainConfig(subword_alpha=0.0, sample_by_epoch=False, bidirectional=2)  # nothing drawn: fine
+    with pytest.raises(ValueError, match="bidirectional and concat cannot be combined"):
+        TrainConfig(bidirectional=2, concat=0.5)
+
+
+def test_the_command_line_sets_it_in_the_recipe_and_refuses_it_with_concat(capsys, monkeypatch, tmp_path):
+    data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
+    args = ["train", "--data-dir", str(data), "--run", str(tmp_path / "run"), "--bidirectional", "2"]
+    result = run_cli([*args, "--concat", "0.5"], capsys, monkeypatch, b"")
+    assert result.code == 2 and "bidirectional and concat cannot be combined" in result.err
+    assert len(result.err.splitlines()) == 1 and not (tmp_path / "run").exists()
+    result = run_cli([*args, "--preset", "tiny", "--max-steps", "1"], capsys, monkeypatch, b"")
+    assert result.code == 0, result.err
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["train"]["bidirectional"] == 2
 
 
 def digits_to_letters(folder, n: int, seed: int = 0) -> str:

@@ -187,37 +187,40 @@ def train(
 
     options = {name: ctx.params[name] for name in ARCHITECTURE_OPTIONS}  # those the registry names
     model_config = architecture_config(arch, preset, dropout, options)
-    config = TrainConfig(
-        corpus=corpus,
-        src=src,
-        tgt=tgt,
-        vocab_size=vocab_size,
-        max_tokens=max_tokens,
-        lr=lr,
-        warmup=warmup,
-        cooldown=cooldown,
-        label_smoothing=label_smoothing,
-        weight_decay=weight_decay,
-        subword_alpha=subword_alpha,
-        target_subword_alpha=target_subword_alpha,
-        source_word_dropout=source_word_dropout,
-        target_word_dropout=target_word_dropout,
-        r_drop=r_drop,
-        concat=concat,
-        bidirectional=bidirectional,
-        late_dropout=late_dropout,
-        late_dropout_from=late_dropout_from,
-        late_dropout_over=late_dropout_over,
-        epochs=epochs if epochs is not None else (None if max_minutes else RECIPE.epochs),
-        max_steps=max_steps,
-        max_minutes=max_minutes,
-        patience=patience,
-        average=average,
-        save_every_minutes=save_every_minutes,
-        seed=seed,
-        device=device,
-        bf16=not fp32,
-    )
+    try:  # a combination of options the recipe refuses (TrainConfig.__post_init__)
+        config = TrainConfig(
+            corpus=corpus,
+            src=src,
+            tgt=tgt,
+            vocab_size=vocab_size,
+            max_tokens=max_tokens,
+            lr=lr,
+            warmup=warmup,
+            cooldown=cooldown,
+            label_smoothing=label_smoothing,
+            weight_decay=weight_decay,
+            subword_alpha=subword_alpha,
+            target_subword_alpha=target_subword_alpha,
+            source_word_dropout=source_word_dropout,
+            target_word_dropout=target_word_dropout,
+            r_drop=r_drop,
+            concat=concat,
+            bidirectional=bidirectional,
+            late_dropout=late_dropout,
+            late_dropout_from=late_dropout_from,
+            late_dropout_over=late_dropout_over,
+            epochs=epochs if epochs is not None else (None if max_minutes else RECIPE.epochs),
+            max_steps=max_steps,
+            max_minutes=max_minutes,
+            patience=patience,
+            average=average,
+            save_every_minutes=save_every_minutes,
+            seed=seed,
+            device=device,
+            bf16=not fp32,
+        )
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
     run = run_dir(run, corpus, src, tgt)
     for notice in check_typed_options(run, typed_options(ctx)):
         display.warn(notice)

@@ -16,11 +16,9 @@ epoch's own pairs (stored or sampled), so a both-ways epoch holds twice the pair
 twice the steps.
 """
 
-from collections.abc import Callable, Sequence
-
 import numpy as np
 
-Rows = Callable[[Sequence[int]], tuple[list[list[int]], list[list[int]]]]
+from seq2seq.data.joining import Rows
 
 
 class BothWays:
@@ -29,9 +27,9 @@ class BothWays:
     i, row n + i is stored pair i reversed."""
 
     def __init__(self, forward, rows: Rows, stored):
-        self._forward, self._stored = rows, stored
+        self._forward_rows, self._stored = rows, stored
         src, tgt = forward.side_lengths()
-        self.n = len(src)
+        self.n_forward = len(src)
         stored_src, stored_tgt = stored.side_lengths()
         self.src_lengths = np.concatenate([src, stored_tgt])  # (2N,)
         self.tgt_lengths = np.concatenate([tgt, stored_src])
@@ -47,11 +45,13 @@ class BothWays:
     def rows(self, indices) -> tuple[list[list[int]], list[list[int]]]:
         """The pieces of these rows, in their order: forward ones as the epoch has them, reversed
         ones as the stored pair's target then source."""
+        n = self.n_forward
         indices = [int(i) for i in indices]
-        forward = [i for i in indices if i < self.n]
-        reverse = [i - self.n for i in indices if i >= self.n]
-        f_src, f_tgt = self._forward(forward) if forward else ([], [])
-        r_tgt, r_src = self._stored.rows(reverse) if reverse else ([], [])
-        next_f, next_r = iter(zip(f_src, f_tgt, strict=True)), iter(zip(r_src, r_tgt, strict=True))
-        pairs = [next(next_f) if i < self.n else next(next_r) for i in indices]
+        forward = [i for i in indices if i < n]
+        reverse = [i - n for i in indices if i >= n]
+        forward_src, forward_tgt = self._forward_rows(forward) if forward else ([], [])
+        stored_src, stored_tgt = self._stored.rows(reverse) if reverse else ([], [])
+        forward_pairs = iter(zip(forward_src, forward_tgt, strict=True))
+        reversed_pairs = iter(zip(stored_tgt, stored_src, strict=True))
+        pairs = [next(forward_pairs) if i < n else next(reversed_pairs) for i in indices]
         return [s for s, _ in pairs], [t for _, t in pairs]

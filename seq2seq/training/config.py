@@ -50,13 +50,16 @@ class TrainConfig:
     world_size: int = 1  # processes training data-parallel (torchrun); each step takes one batch per process
 
     def __post_init__(self):
-        """The per-step path (runs from before `sample_by_epoch`) samples sources only, alone."""
+        """Combinations that cannot train: the per-step path (runs from before `sample_by_epoch`)
+        samples sources only, alone; a join of a pair and a reversed one would mix directions."""
         if self.target_subword_alpha > 0 and not self.sample_by_epoch:
             raise ValueError("target_subword_alpha needs sample_by_epoch (targets are drawn by the epoch)")
         if self.concat > 0 and self.subword_alpha > 0 and not self.sample_by_epoch:
             raise ValueError("concat needs sample_by_epoch (partners are drawn by the epoch)")
         if self.bidirectional > 0 and self.subword_alpha > 0 and not self.sample_by_epoch:
             raise ValueError("bidirectional needs sample_by_epoch (the reversed pairs join the epoch's)")
+        if self.bidirectional > 0 and self.concat > 0:
+            raise ValueError("bidirectional and concat cannot be combined (a join would mix the directions)")
 
 
 # The limits belong to one invocation: a resumed run takes them from the new command line (a run

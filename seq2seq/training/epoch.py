@@ -30,7 +30,8 @@ def epoch_pairs(
     # the positions hold BOS or EOS
     limit = max_len - 1
     source, rows = _drawn(train_set, tokenizer, cfg, epoch, limit, kept, workers)
-    # (TrainConfig refuses both with the per-step draw, whose rows are None)
+    # (TrainConfig refuses bidirectional and concat with the per-step draw, whose rows are None,
+    # and together: a join of a pair and a reversed one would mix the directions)
     if epoch < cfg.bidirectional:
         source = BothWays(source, rows, train_set)
         rows = source.rows
