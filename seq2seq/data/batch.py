@@ -82,6 +82,26 @@ def pair_lengths(src_ids: list[list[int]], tgt_ids: list[list[int]]) -> list[int
     return [max(len(s), len(t)) + 1 for s, t in zip(src_ids, tgt_ids, strict=True)]
 
 
+def batching_lengths(src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> np.ndarray:
+    """(N,) `pair_lengths` from the (N,) lengths of each side, for pairs read as arrays."""
+    return np.maximum(src_lengths, tgt_lengths) + 1
+
+
+class SideLengths:
+    """Pairs made from other pairs (joined, reversed), known by their sides' (N,) lengths: what
+    `token_batches` cuts them by (`lengths`) and orders them by (`side_lengths()`)."""
+
+    def __init__(self, src_lengths: np.ndarray, tgt_lengths: np.ndarray):
+        self.src_lengths, self.tgt_lengths = src_lengths, tgt_lengths
+        self.lengths = batching_lengths(src_lengths, tgt_lengths)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def side_lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.src_lengths, self.tgt_lengths
+
+
 def token_batches(
     lengths: Sequence[int] | np.ndarray,
     max_tokens: int,

@@ -19,10 +19,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from seq2seq.data.batch import SideLengths
+
 Rows = Callable[[Sequence[int]], tuple[list[list[int]], list[list[int]]]]
 
 
-class JoinedPairs:
+class JoinedPairs(SideLengths):
     """An epoch's pairs, a `share` of them joined two by two: `lengths`, `side_lengths()` and
     `rows(indices)` as the stored or sampled pairs they are made of (`source`, read by `rows`)."""
 
@@ -41,16 +43,10 @@ class JoinedPairs:
         self.members = np.concatenate([np.stack([singles, np.full_like(singles, -1)], 1), joined])
         self._rows = rows
         first, second = self.members[:, 0], self.members[:, 1]
-        self.src_lengths = src_lengths[first] + np.where(second >= 0, src_lengths[second], 0)
-        self.tgt_lengths = tgt_lengths[first] + np.where(second >= 0, tgt_lengths[second], 0)
-        # (M,) the batching length, as the stored one: the longer side + EOS (batch.pair_lengths)
-        self.lengths = np.maximum(self.src_lengths, self.tgt_lengths) + 1
-
-    def __len__(self) -> int:
-        return len(self.members)
-
-    def side_lengths(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.src_lengths, self.tgt_lengths
+        super().__init__(  # (M,) each side's, a joined row's the sum of its pairs'
+            src_lengths[first] + np.where(second >= 0, src_lengths[second], 0),
+            tgt_lengths[first] + np.where(second >= 0, tgt_lengths[second], 0),
+        )
 
     def rows(self, indices) -> tuple[list[list[int]], list[list[int]]]:
         """The pieces of these rows: a joined one is its first pair's, then its second's."""

@@ -18,10 +18,11 @@ twice the steps.
 
 import numpy as np
 
+from seq2seq.data.batch import SideLengths
 from seq2seq.data.joining import Rows
 
 
-class BothWays:
+class BothWays(SideLengths):
     """An epoch's pairs (`forward`, read by `rows`), then the `stored` pairs reversed: `lengths`,
     `side_lengths()` and `rows(indices)` as the pairs they are made of; row i < n is forward pair
     i, row n + i is stored pair i reversed."""
@@ -31,16 +32,7 @@ class BothWays:
         src, tgt = forward.side_lengths()
         self.n_forward = len(src)
         stored_src, stored_tgt = stored.side_lengths()
-        self.src_lengths = np.concatenate([src, stored_tgt])  # (2N,)
-        self.tgt_lengths = np.concatenate([tgt, stored_src])
-        # (2N,) the batching length, as the stored one: the longer side + EOS (batch.pair_lengths)
-        self.lengths = np.maximum(self.src_lengths, self.tgt_lengths) + 1
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def side_lengths(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.src_lengths, self.tgt_lengths
+        super().__init__(np.concatenate([src, stored_tgt]), np.concatenate([tgt, stored_src]))  # (2N,)
 
     def rows(self, indices) -> tuple[list[list[int]], list[list[int]]]:
         """The pieces of these rows, in their order: forward ones as the epoch has them, reversed

@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from seq2seq.atomic import write_with
+from seq2seq.data.batch import batching_lengths
 from seq2seq.data.special import UNK_ID
 from seq2seq.data.tokenized import TokenizedPairs, load
 from seq2seq.data.tokenizer import Tokenizer
@@ -94,9 +95,7 @@ class SampledPairs:
         self.flat, self.offsets = _joined([src for src, _ in drawn])
         if self.how.target_alpha > 0:
             self.tgt_flat, self.tgt_offsets = _joined([tgt for _, tgt in drawn])
-        src_lengths, tgt_lengths = self.side_lengths()
-        # (N,) the batching length, as the stored one: the longer side + EOS (batch.pair_lengths)
-        self.lengths = np.maximum(src_lengths, tgt_lengths) + 1
+        self.lengths = batching_lengths(*self.side_lengths())  # (N,) as the stored one
 
     def _write(self, path: Path, key: str) -> None:
         arrays = {"flat": self.flat, "offsets": self.offsets, "lengths": self.lengths}

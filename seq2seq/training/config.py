@@ -54,10 +54,9 @@ class TrainConfig:
         samples sources only, alone; a join of a pair and a reversed one would mix directions."""
         if self.target_subword_alpha > 0 and not self.sample_by_epoch:
             raise ValueError("target_subword_alpha needs sample_by_epoch (targets are drawn by the epoch)")
-        if self.concat > 0 and self.subword_alpha > 0 and not self.sample_by_epoch:
-            raise ValueError("concat needs sample_by_epoch (partners are drawn by the epoch)")
-        if self.bidirectional > 0 and self.subword_alpha > 0 and not self.sample_by_epoch:
-            raise ValueError("bidirectional needs sample_by_epoch (the reversed pairs join the epoch's)")
+        for name in ("concat", "bidirectional"):  # the per-step draw has no epoch's pairs to rework
+            if getattr(self, name) > 0 and self.subword_alpha > 0 and not self.sample_by_epoch:
+                raise ValueError(f"{name} needs sample_by_epoch (it reworks the pairs the epoch draws)")
         if self.bidirectional > 0 and self.concat > 0:
             raise ValueError("bidirectional and concat cannot be combined (a join would mix the directions)")
 
