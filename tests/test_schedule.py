@@ -34,6 +34,18 @@ def test_the_cooldown_falls_linearly_to_zero_over_the_budgets_last_share():
     assert lr_schedule(50, 1e-3, 100, progress=0.95, cooldown=0.5) == pytest.approx(0.5e-3 * 0.1)  # in warmup
 
 
+def test_without_the_decay_the_rate_holds_at_its_peak_and_a_whole_budget_cooldown_is_linear_to_zero():
+    assert lr_schedule(400, 1e-3, 100, decay="none") == pytest.approx(1e-3)
+    assert lr_schedule(50, 1e-3, 100, decay="none") == pytest.approx(0.5e-3)  # the same warmup
+    # warmup-stable-decay: the peak until the cooldown, then the same linear fall
+    assert lr_schedule(400, 1e-3, 100, progress=0.9, cooldown=0.2, decay="none") == pytest.approx(0.5e-3)
+    for progress in (0.1, 0.5, 0.75, 1.0):  # "straight to zero": the peak times what is left
+        rate = lr_schedule(400, 1e-3, 100, progress=progress, cooldown=1.0, decay="none")
+        assert rate == pytest.approx(1e-3 * (1 - progress))
+    with pytest.raises(ValueError, match="decay must be one of rsqrt, none, not 'cosine'"):
+        TrainConfig(decay="cosine")  # a hand-edited config.json too (resume.saved_config)
+
+
 def test_budget_progress_is_the_largest_share_of_any_limit():
     cfg = TrainConfig(epochs=None)
     assert budget_progress(cfg, step=50, epochs_done=1.5, elapsed_s=60.0) == 0.0  # no limit: no cooldown
@@ -98,6 +110,9 @@ def test_a_run_with_a_cooldown_ends_its_budget_near_a_zero_learning_rate(tmp_pat
     assert cooled[0] == pytest.approx(plain[0]) == pytest.approx(lr_schedule(6, 1e-3, 4))
     assert cooled[1] == pytest.approx(lr_schedule(12, 1e-3, 4, progress=11 / 12, cooldown=0.5))
     assert cooled[1] == pytest.approx(plain[1] / 6)
+    train(tmp_path / "linear", replace(config, max_steps=12, cooldown=1.0, decay="none"), model_cfg)
+    linear = [row["lr"] for row in read_metrics(tmp_path / "linear") if not row.get("averaged")]
+    assert linear == pytest.approx([1e-3 * 7 / 12, 1e-3 / 12])  # 5 and 11 of 12 steps done before them
 
 
 def test_a_time_budgets_progress_never_goes_back_and_ends_near_one(tmp_path, monkeypatch):

@@ -108,6 +108,11 @@ def train(
         help="The budget's last share over which the learning rate falls linearly to 0 (0: off); "
         "a time budget is this invocation's, so a resumed run cools down at the end of its own.",
     ),
+    decay: str = typer.Option(
+        RECIPE.decay,
+        help="The learning rate between warmup and cooldown: rsqrt (falling as 1/sqrt(step)) or none "
+        "(held at its peak; with --cooldown 1.0 a linear decay to 0 over the whole budget).",
+    ),
     dropout: float = typer.Option(0.1, min=0.0, max=0.9, callback=finite, help="Dropout."),
     late_dropout: float = recipe_option(
         "late_dropout",
@@ -197,6 +202,7 @@ def train(
             lr=lr,
             warmup=warmup,
             cooldown=cooldown,
+            decay=decay,
             label_smoothing=label_smoothing,
             weight_decay=weight_decay,
             subword_alpha=subword_alpha,

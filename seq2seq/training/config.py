@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+DECAYS = ("rsqrt", "none")  # the lr between warmup and cooldown: falling as 1/sqrt(step), or held
+
 
 @dataclass
 class TrainConfig:
@@ -13,6 +15,7 @@ class TrainConfig:
     lr: float = 2.5e-3  # peak, reached at the end of warmup (chosen on validation BLEU: results.md)
     warmup: int = 400  # steps
     cooldown: float = 0.2  # the budget's last share over which the lr falls linearly to 0 (schedule.py)
+    decay: str = "rsqrt"  # one of DECAYS (schedule.lr_schedule)
     label_smoothing: float = 0.1
     weight_decay: float = 0.01  # AdamW's, decoupled from the gradient, on every parameter
     subword_alpha: float = 0.3  # >0: source pieces sampled, P(x)^alpha (Tokenizer.sample)
@@ -57,6 +60,8 @@ class TrainConfig:
         for name in ("concat", "bidirectional"):  # the per-step draw has no epoch's pairs to rework
             if getattr(self, name) > 0 and self.subword_alpha > 0 and not self.sample_by_epoch:
                 raise ValueError(f"{name} needs sample_by_epoch (it reworks the pairs the epoch draws)")
+        if self.decay not in DECAYS:
+            raise ValueError(f"decay must be one of {', '.join(DECAYS)}, not {self.decay!r:.40}")
         if self.bidirectional > 0 and self.concat > 0:
             raise ValueError("bidirectional and concat cannot be combined (a join would mix the directions)")
 
@@ -79,6 +84,7 @@ LIMITS = (
 ADDED_SINCE = {
     "subword_alpha": 0.0,
     "cooldown": 0.0,
+    "decay": "rsqrt",
     "sample_by_epoch": False,
     "order_by_sides": False,
     "late_dropout": 0.0,

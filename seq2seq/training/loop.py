@@ -192,7 +192,7 @@ class Loop:
 
     def _train_step(self, batch: Batch, step: int, weight: float, progress: float) -> tuple[float, int]:
         cfg = self.config
-        lr = lr_schedule(step, cfg.lr, cfg.warmup, progress, cfg.cooldown)
+        lr = lr_schedule(step, cfg.lr, cfg.warmup, progress, cfg.cooldown, cfg.decay)
         try:
             return self.train_step(batch, lr, weight)
         except NonFiniteLoss as e:

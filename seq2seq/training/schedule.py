@@ -1,11 +1,15 @@
-"""The learning rate at each step: linear warmup, inverse square-root decay, and optionally a linear
-cooldown to zero over the last part of the run's budget; and the dropout, raised late in a long run.
+"""The learning rate at each step: linear warmup, inverse square-root decay (or none: the rate holds
+at its peak), and optionally a linear cooldown to zero over the last part of the run's budget; and
+the dropout, raised late in a long run.
 
 Why a cooldown: an inverse square-root schedule never comes down, so when a budget ends the weights
 are still taking large, noisy steps; decaying to zero over the budget's last part lands them in the
 minimum they were circling (Zhai et al. 2022, "Scaling Vision Transformers", used exactly this
 rsqrt + cooldown so one schedule fits any budget; Hägele et al. 2024 show the cooldown matches a
 full cosine schedule). It needs to know how far through its budget a run is: `budget_progress`.
+Without the decay, a cooldown over the whole budget (1.0) is a linear decay from the peak to zero
+(Bergsma et al. 2025, "Straight to Zero", find it the best of the usual shapes for AdamW), and a
+shorter one is warmup-stable-decay (Hägele et al. 2024).
 """
 
 import math
@@ -13,11 +17,15 @@ import math
 from seq2seq.training.config import TrainConfig
 
 
-def lr_schedule(step: int, peak: float, warmup: int, progress: float = 0.0, cooldown: float = 0.0) -> float:
-    """Linear warmup to `peak`, then decay with 1/sqrt(step) (Vaswani et al. 2017); over the last
-    `cooldown` share of the budget (`progress` from 1 - cooldown to 1) that rate falls linearly to 0."""
+def lr_schedule(
+    step: int, peak: float, warmup: int, progress: float = 0.0, cooldown: float = 0.0, decay: str = "rsqrt"
+) -> float:
+    """Linear warmup to `peak`, then decay with 1/sqrt(step) (Vaswani et al. 2017) or, with decay
+    "none", held at the peak; over the last `cooldown` share of the budget (`progress` from
+    1 - cooldown to 1) that rate falls linearly to 0."""
     step = max(step, 1)
-    rate = peak * min(step / warmup, math.sqrt(warmup / step))
+    after_warmup = math.sqrt(warmup / step) if decay == "rsqrt" else 1.0
+    rate = peak * min(step / warmup, after_warmup)
     if cooldown <= 0:
         return rate
     return rate * min(1.0, max(0.0, 1.0 - progress) / cooldown)
