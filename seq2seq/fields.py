@@ -57,7 +57,10 @@ def from_json(cls: type, values: object, what: str) -> object:
     for f in fields(cls):
         if f.name in values:
             check(f.name, values[f.name], hints[f.name], what)
-    return cls(**values)
+    try:  # the dataclass's own checks of its fields together (a __post_init__)
+        return cls(**values)
+    except ValueError as e:
+        raise ValueError(f"{what}: {e}") from None
 
 
 def check(name: str, value: object, declared: object, what: str) -> None:

@@ -97,6 +97,7 @@ def test_train_again_resumes(trained, tmp_path):
         (["--r-drop", "5"], "was started with --r-drop 0.0"),
         (["--concat", "0.5"], "was started with --concat 0.0"),
         (["--bidirectional", "2"], "was started with --bidirectional 0"),
+        (["--decay", "none"], "was started with --decay rsqrt"),
     ],
 )
 def test_a_resumed_run_refuses_options_it_cannot_honour(trained, cli, change, message):
@@ -112,11 +113,12 @@ def test_recipe_options_reach_the_run_s_config(cli, tmp_path):
     data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
     result = cli(
         *TRAIN, "--max-steps", "1", "--weight-decay", "0.3", "--r-drop", "5", "--concat", "0.5",
-        "--data-dir", data, "--run", tmp_path / "run",
+        "--decay", "none", "--data-dir", data, "--run", tmp_path / "run",
     )  # fmt: skip
     assert result.code == 0, result.err
     recipe = json.loads((tmp_path / "run" / "config.json").read_text())["train"]
     assert (recipe["weight_decay"], recipe["r_drop"], recipe["concat"]) == (0.3, 5.0, 0.5)
+    assert recipe["decay"] == "none"
 
 
 def test_shape_options_set_the_model_over_the_preset(cli, tmp_path):
@@ -148,6 +150,18 @@ def test_a_run_written_before_subword_sampling_resumes_without_it(trained, tmp_p
     assert sections["train"].pop("subword_alpha") == TrainConfig().subword_alpha > 0
     (copy / "config.json").write_text(json.dumps(sections))
     assert stored_train_config(copy).subword_alpha == 0.0
+
+
+def test_a_hand_edited_decay_is_refused_naming_the_file(trained, tmp_path):
+    """The recipe's own check (TrainConfig.__post_init__), said like a field's type or range."""
+    _, run, _ = trained
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    sections = json.loads((copy / "config.json").read_text())
+    sections["train"]["decay"] = "cosine"
+    (copy / "config.json").write_text(json.dumps(sections))
+    with pytest.raises(Seq2SeqError, match=r"config.json: the 'train' section: decay must be one of rsqrt"):
+        stored_train_config(copy)
 
 
 def test_a_vocab_size_that_an_existing_tokenizer_overrides_is_said(cli, tmp_path):

@@ -43,7 +43,7 @@ def test_without_the_decay_the_rate_holds_at_its_peak_and_a_whole_budget_cooldow
         rate = lr_schedule(400, 1e-3, 100, progress=progress, cooldown=1.0, decay="none")
         assert rate == pytest.approx(1e-3 * (1 - progress))
     with pytest.raises(ValueError, match="decay must be one of rsqrt, none, not 'cosine'"):
-        TrainConfig(decay="cosine")  # a hand-edited config.json too (resume.saved_config)
+        TrainConfig(decay="cosine")  # a hand-edited config.json: test_cli.py
 
 
 def test_budget_progress_is_the_largest_share_of_any_limit():

@@ -10,7 +10,7 @@ from seq2seq.cli import display
 from seq2seq.cli.options import CORPUS, DATA_DIR, DEVICE, RUN, run_dir
 from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import RANGES
-from seq2seq.training.config import TrainConfig
+from seq2seq.training.config import DECAYS, TrainConfig
 
 RECIPE = TrainConfig()  # the options' defaults are the recipe's: one place to change them
 
@@ -55,6 +55,13 @@ def finite(value: float | None) -> float | None:
     (defined here, before the options of `train` that use it)."""
     if value is not None and not math.isfinite(value):
         raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
+def one_of_decays(value: str) -> str:
+    """--decay's check, named as the option's (the recipe's own check would not name the flag)."""
+    if value not in DECAYS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(DECAYS)}")
     return value
 
 
@@ -110,6 +117,7 @@ def train(
     ),
     decay: str = typer.Option(
         RECIPE.decay,
+        callback=one_of_decays,
         help="The learning rate between warmup and cooldown: rsqrt (falling as 1/sqrt(step)) or none "
         "(held at its peak; with --cooldown 1.0 a linear decay to 0 over the whole budget).",
     ),
