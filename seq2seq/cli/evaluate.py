@@ -19,6 +19,7 @@ from seq2seq.cli.options import (
     QUANTIZE,
     RUN,
     check_precision,
+    one_of,
     run_dir,
 )
 from seq2seq.errors import Seq2SeqError
@@ -66,8 +67,7 @@ def evaluate(
     check_precision(quantize, bf16)
     if baseline is not None and baseline_run is not None:
         raise typer.BadParameter("give --baseline or --baseline-run, not both", param_hint="--baseline")
-    if paired not in TESTS:
-        raise typer.BadParameter(f"{paired!r} is not one of {', '.join(TESTS)}", param_hint="--paired")
+    one_of(paired, TESTS, "--paired")
     if (source is None) != (reference is None):
         raise typer.BadParameter("--source and --reference go together", param_hint="--source")
     check_not_input(output, source, reference, baseline)

@@ -5,7 +5,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.cli import display
-from seq2seq.cli.options import RUN, run_dir
+from seq2seq.cli.options import RUN, one_of, run_dir
 
 TARGETS = ("ctranslate2", "huggingface")
 
@@ -21,8 +21,7 @@ def export(
 ):
     """Convert a run for another inference engine (CTranslate2) or for Hugging Face transformers,
     the same weights and vocabulary."""
-    if to not in TARGETS:
-        raise typer.BadParameter(f"{to!r} is not one of {', '.join(TARGETS)}", param_hint="--to")
+    one_of(to, TARGETS, "--to")
     if to == "huggingface":
         from seq2seq.export.huggingface import export_huggingface
 

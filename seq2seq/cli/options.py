@@ -24,15 +24,21 @@ QUANTIZE = typer.Option(
 )
 
 
+def one_of(value: str, choices, flag: str | None = None) -> str:
+    """`value` if it is one of `choices` (names, or a dict keyed by them), else the usage error
+    naming `flag` and what it takes (no flag: an option's callback, which click names itself)."""
+    if value not in choices:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}", param_hint=flag)
+    return value
+
+
 def check_precision(quantize: str | None, bf16: bool) -> None:
     """--quantize and --bf16 are two answers to one question; refuse the pair, and unknown modes,
     before any work."""
     from seq2seq.models.quantize import QUANTIZATIONS
 
-    if quantize is not None and quantize not in QUANTIZATIONS:
-        raise typer.BadParameter(
-            f"{quantize!r} is not one of {', '.join(QUANTIZATIONS)}", param_hint="--quantize"
-        )
+    if quantize is not None:
+        one_of(quantize, QUANTIZATIONS, "--quantize")
     if quantize is not None and bf16:
         raise typer.BadParameter("int8 and bf16 do not combine; choose one", param_hint="--quantize")
 

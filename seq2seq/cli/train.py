@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.cli import display
-from seq2seq.cli.options import CORPUS, DATA_DIR, DEVICE, RUN, run_dir
+from seq2seq.cli.options import CORPUS, DATA_DIR, DEVICE, RUN, one_of, run_dir
 from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import RANGES
 from seq2seq.training.config import DECAYS, TrainConfig
@@ -55,13 +55,6 @@ def finite(value: float | None) -> float | None:
     (defined here, before the options of `train` that use it)."""
     if value is not None and not math.isfinite(value):
         raise typer.BadParameter(f"{value} is not a finite number")
-    return value
-
-
-def one_of_decays(value: str) -> str:
-    """--decay's check, named as the option's (the recipe's own check would not name the flag)."""
-    if value not in DECAYS:
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(DECAYS)}")
     return value
 
 
@@ -117,7 +110,7 @@ def train(
     ),
     decay: str = typer.Option(
         RECIPE.decay,
-        callback=one_of_decays,
+        callback=lambda value: one_of(value, DECAYS),  # the flag named, not the recipe's field
         help="The learning rate between warmup and cooldown: rsqrt (falling as 1/sqrt(step)) or none "
         "(held at its peak; with --cooldown 1.0 a linear decay to 0 over the whole budget).",
     ),
@@ -254,13 +247,8 @@ def architecture_config(arch: str, preset: str, dropout: float, options: dict[st
     from seq2seq.models.registry import ARCHITECTURES, preset_config
     from seq2seq.training.resume import option_name
 
-    if arch not in ARCHITECTURES:
-        raise typer.BadParameter(f"{arch!r} is not one of {', '.join(ARCHITECTURES)}", param_hint="--arch")
-    architecture = ARCHITECTURES[arch]
-    if preset not in architecture.presets:
-        raise typer.BadParameter(
-            f"{preset!r} is not one of {', '.join(architecture.presets)}", param_hint="--preset"
-        )
+    architecture = ARCHITECTURES[one_of(arch, ARCHITECTURES, "--arch")]
+    one_of(preset, architecture.presets, "--preset")
     given = {name: value for name, value in options.items() if value is not None}
     if foreign := [name for name in given if name not in architecture.options]:
         flags = ", ".join(option_name(name, given[name]) for name in foreign)
