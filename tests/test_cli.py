@@ -88,6 +88,7 @@ def test_train_again_resumes(trained, tmp_path):
         (["--arch", "rnn"], "holds another model than --arch rnn describes"),
         (["--decoder-layers", "1"], "holds another model than --decoder-layers 1 describes"),
         (["--no-norm-first"], "holds another model than --no-norm-first describes"),
+        (["--ffn", "swiglu"], "holds another model than --ffn swiglu describes"),
         (["--vocab-size", "99"], "was started with --vocab-size 60"),
         (["--subword-alpha", "0.2"], "was started with --subword-alpha 0.3"),
         (["--label-smoothing", "0.2"], "was started with --label-smoothing 0.1"),
@@ -125,12 +126,12 @@ def test_shape_options_set_the_model_over_the_preset(cli, tmp_path):
     """Width and depth at equal time are a lever: the shape is the preset's, with what was given."""
     data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
     run = tmp_path / "run"
-    shape = dict(d_model=48, heads=2, ff=96, encoder_layers=3, decoder_layers=1)
+    shape = dict(d_model=48, heads=2, ff=96, encoder_layers=3, decoder_layers=1, ffn="swiglu")
     options = [text for name, value in shape.items() for text in (f"--{name.replace('_', '-')}", str(value))]
     result = cli(*TRAIN, "--max-steps", "1", *options, "--no-norm-first", "--data-dir", data, "--run", run)
     assert result.code == 0, result.err
     model = json.loads((run / "config.json").read_text())["model"]
-    fields = ("d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers", "norm_first")
+    fields = ("d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers", "ffn", "norm_first")
     assert tuple(model[f] for f in fields) == (*shape.values(), False)  # post-LN, as asked
     assert model["vocab_size"] <= 60 and model["max_positions"] == 256  # the rest is tiny's
     typed = shape | {"preset": "tiny", "norm_first": False}

@@ -20,9 +20,12 @@ ctranslate2 = pytest.importorskip("ctranslate2")
 SENTENCES = ["a dog runs", "two men sit on the red car 12", "the sun sets", "une fille joue 3"]
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["pre-LN", "post-LN"])
+SHAPES = {"pre-LN": {}, "post-LN": dict(norm_first=False), "swiglu": dict(ffn="swiglu")}
+
+
+@pytest.fixture(scope="module", params=SHAPES.values(), ids=SHAPES.keys())
 def run_dir(request, tmp_path_factory):
-    make = lambda v: tiny_model(vocab_size=v, seed=7, norm_first=request.param)  # noqa: E731
+    make = lambda v: tiny_model(vocab_size=v, seed=7, **request.param)  # noqa: E731
     return write_run(tmp_path_factory.mktemp("export-run"), make)
 
 

@@ -290,6 +290,14 @@ def test_an_rnn_run_is_not_supported(tmp_path, capsys, monkeypatch):
     assert len(result.err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
+def test_a_swiglu_run_is_not_supported(tmp_path, capsys, monkeypatch):
+    """Pegasus and Marian have no gated feed-forward block; CTranslate2 takes such a run."""
+    run = write_run(tmp_path / "swiglu", lambda v: tiny_model(vocab_size=v, ffn="swiglu"))
+    result = run_cli(["export", "--run", run, "--to", "huggingface", tmp_path / "out"], capsys, monkeypatch)
+    assert result.code == 2 and "supports relu only; export it to CTranslate2" in result.err
+    assert len(result.err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
 def test_without_transformers_the_error_says_what_to_install(run_dir, tmp_path, monkeypatch):
     from seq2seq.errors import Seq2SeqError
 

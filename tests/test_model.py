@@ -1,9 +1,10 @@
 import pytest
 import torch
 
+from seq2seq.models.feed_forward import GatedFeedForward
 from seq2seq.models.protocol import AttentionRecord
-from seq2seq.models.registry import preset_config
-from seq2seq.models.transformer import PRESETS, Transformer
+from seq2seq.models.registry import config_from_dict, preset_config
+from seq2seq.models.transformer import PRESETS, Transformer, TransformerConfig
 from tests.conftest import tiny_model
 
 
@@ -74,3 +75,29 @@ def test_beams_share_their_sentence_cross_attention_and_step_as_if_each_had_a_co
         shared.select(torch.tensor([3, 4, 5]), beams=3)  # sentence 0 finished
         copied.select(torch.tensor([3, 4, 5]))
         torch.testing.assert_close(model.step(tokens[:3], shared), model.step(tokens[:3], copied))
+
+
+def test_the_gated_block_passes_silu_of_the_gate_times_the_value():
+    block = GatedFeedForward(d_model=8, d_ff=6, dropout=0.0)
+    x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(0))
+    gate_w, value_w = block.gate_up.weight[:6], block.gate_up.weight[6:]
+    gate_b, value_b = block.gate_up.bias[:6], block.gate_up.bias[6:]
+    gate, value = x @ gate_w.T + gate_b, x @ value_w.T + value_b
+    expected = (gate * torch.sigmoid(gate) * value) @ block.out.weight.T + block.out.bias
+    torch.testing.assert_close(block(x), expected)
+
+
+def test_swiglu_at_two_thirds_the_width_has_the_parameters_of_relu():
+    """The equal-parameter comparison the option's help and docs name: --ff 680 against 1024."""
+    relu = Transformer(preset_config("transformer", "small"))
+    gated = Transformer(preset_config("transformer", "small", ffn="swiglu", d_ff=680))
+    count = lambda model: sum(p.numel() for p in model.parameters())  # noqa: E731
+    assert abs(count(gated) / count(relu) - 1) < 0.01
+
+
+def test_a_run_from_before_the_ffn_option_loads_as_the_relu_model_it_was():
+    """Its config.json has no "ffn"; its weights are named ff.0 and ff.3, as they still are."""
+    values = {k: v for k, v in vars(TransformerConfig(vocab_size=40)).items() if k not in ("ffn", "arch")}
+    config = config_from_dict(values)
+    assert config.ffn == "relu"
+    assert {"encoder.0.ff.0.weight", "encoder.0.ff.3.weight"} <= set(Transformer(config).state_dict())

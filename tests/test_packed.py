@@ -14,7 +14,11 @@ from tests.conftest import EN, tiny_model, write_run
 from tests.serve_helpers import tiny_rnn
 
 pytestmark = pytest.mark.skipif(not packing_available(tiny_model()), reason="no oneDNN linear here")
-MODELS = {"transformer": lambda: tiny_model(vocab_size=40, seed=1), "rnn": lambda: tiny_rnn(40, seed=1)}
+MODELS = {
+    "transformer": lambda: tiny_model(vocab_size=40, seed=1),
+    "swiglu": lambda: tiny_model(vocab_size=40, seed=1, ffn="swiglu"),
+    "rnn": lambda: tiny_rnn(40, seed=1),
+}
 SOURCES = [[5, 9, 12, 3], [7, 3], [11, 4, 6, 8, 20, 3], [30, 31, 3], [8, 8, 8, 8, 8, 8, 8, 3]]
 
 

@@ -29,7 +29,11 @@ from tests.conftest import caption_tokenizer
 
 SMALL = dict(d_model=32, vocab_size=40, dropout=0.0, max_positions=64)  # fast, and exhaustive enough
 OPTIONS = {  # the options an architecture's variants differ by, besides its tiny preset
-    "transformer": {"post-ln": dict(norm_first=False), "untied": dict(tie_embeddings=False)},
+    "transformer": {
+        "post-ln": dict(norm_first=False),
+        "untied": dict(tie_embeddings=False),
+        "swiglu": dict(ffn="swiglu"),
+    },
     "rnn": {
         "bahdanau-lstm": dict(cell="lstm"),
         "luong-dot-gru": dict(attention="luong", score="dot"),

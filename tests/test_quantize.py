@@ -21,6 +21,7 @@ MODELS = {
     "pre-ln": lambda: tiny_model(seed=0),
     "post-ln": lambda: tiny_model(seed=1, norm_first=False),
     "untied": lambda: tiny_model(seed=2, tie_embeddings=False),
+    "swiglu": lambda: tiny_model(seed=3, ffn="swiglu"),
     **{f"rnn-{name}": lambda name=name: tiny_rnn(name) for name in VARIANTS},
 }
 LOGPROB_TOLERANCE = 0.15  # nats, the largest change int8 may make to any log-probability here

@@ -90,6 +90,11 @@ def train(
         help="transformer: LayerNorm before each sublayer (pre-LN, the presets') or, with "
         "--no-norm-first, after the residual add (post-LN, the 2017 paper's).",
     ),
+    ffn: str | None = typer.Option(
+        None,
+        help="transformer: feed-forward block, relu (the presets') or swiglu (gated; at equal "
+        "parameters with --ff 2/3 of relu's).",
+    ),
     epochs: int | None = typer.Option(
         None, min=1, help="Epochs at most [default: 10, or no limit with --max-minutes]."
     ),

@@ -2,7 +2,8 @@
 weights, so the C++ engine and our decoder can be compared (and the engine deployed) on one model.
 
 Our layout maps onto `TransformerSpec` one to one: fused QKV for self-attention, Q plus fused KV
-for cross-attention, pre- or post-norm, embeddings scaled by sqrt(D), tied output projection. The
+for cross-attention, pre- or post-norm, a ReLU or gated SiLU (SwiGLU) feed-forward block,
+embeddings scaled by sqrt(D), tied output projection. The
 engine's built-in sinusoidal table is laid out differently from ours (sines then cosines, not
 interleaved), so ours is given explicitly.
 """
@@ -13,6 +14,7 @@ from pathlib import Path
 from seq2seq.atomic import write_dir
 from seq2seq.errors import Seq2SeqError
 from seq2seq.export.folder import transformer_run
+from seq2seq.models.feed_forward import GatedFeedForward
 
 INSTALL_HINT = 'pip install -e ".[ct2]"'
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "bfloat16", "float16", "float32")
@@ -37,11 +39,16 @@ def export_ctranslate2(run_dir: Path, output_dir: Path, quantization: str | None
 
 def transformer_spec(model, vocabulary: list[str]):
     """A `ctranslate2.specs.TransformerSpec` holding `model`'s weights (fp32 numpy arrays)."""
+    from ctranslate2.specs import common_spec
     from ctranslate2.specs import transformer_spec as ct2
 
-    cfg = model.cfg
+    cfg, gated = model.cfg, model.cfg.ffn == "swiglu"
     spec = ct2.TransformerSpec.from_config(
-        (cfg.n_encoder_layers, cfg.n_decoder_layers), cfg.n_heads, pre_norm=cfg.norm_first
+        (cfg.n_encoder_layers, cfg.n_decoder_layers),
+        cfg.n_heads,
+        pre_norm=cfg.norm_first,
+        activation=common_spec.Activation.SWISH if gated else common_spec.Activation.RELU,
+        ffn_glu=gated,  # act(linear_0(x)) * linear_0_noact(x), then linear_1
     )
     embeddings, positions = _array(model.embed.weight), _array(model.positions)
     spec.encoder.embeddings[0].weight = embeddings
@@ -78,6 +85,12 @@ def _attention(spec, norm, linears) -> None:
 
 def _feed_forward(spec, norm, ff) -> None:
     _norm(spec.layer_norm, norm)
+    if isinstance(ff, GatedFeedForward):  # our one fused gate-and-value projection, in two
+        weights, biases = ff.gate_up.weight.chunk(2), ff.gate_up.bias.chunk(2)  # gate, value: (F, D), (F,)
+        spec.linear_0.weight, spec.linear_0.bias = _array(weights[0]), _array(biases[0])
+        spec.linear_0_noact.weight, spec.linear_0_noact.bias = _array(weights[1]), _array(biases[1])
+        _linear(spec.linear_1, ff.out)
+        return
     _linear(spec.linear_0, ff[0])
     _linear(spec.linear_1, ff[3])
 

@@ -3,7 +3,7 @@ architecture is one `Seq2SeqModel` subclass, its config dataclass, its presets a
 and one line here; `tests/test_protocol.py` then checks it like the others."""
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 from seq2seq.fields import from_json
 from seq2seq.models import rnn, transformer
@@ -20,6 +20,7 @@ class Architecture:
     model: Callable[..., Seq2SeqModel]  # built from that config
     presets: dict[str, dict]  # preset name -> the config fields it sets
     options: dict[str, str]  # `seq2seq train` option (beyond --preset, --dropout) -> the field it sets
+    added_since: dict[str, object] = field(default_factory=dict)  # field -> its value in older runs
 
     def fields(self, options: dict[str, object]) -> dict[str, object]:
         """The config fields that the given train options (those of this architecture, not None)
@@ -28,7 +29,9 @@ class Architecture:
 
 
 ARCHITECTURES = {
-    "transformer": Architecture(TransformerConfig, Transformer, transformer.PRESETS, transformer.OPTIONS),
+    "transformer": Architecture(
+        TransformerConfig, Transformer, transformer.PRESETS, transformer.OPTIONS, transformer.ADDED_SINCE
+    ),
     "rnn": Architecture(RNNConfig, RNN, rnn.PRESETS, rnn.OPTIONS),
 }
 # every architecture's model options, which a resumed run must honour or refuse
@@ -49,14 +52,17 @@ def preset_config(arch: str, preset: str, **overrides) -> ModelConfig:
 
 def config_from_dict(values: dict) -> ModelConfig:
     """The config a config.json's "model" section describes, refusing unknown or missing fields.
-    Runs from before the RNN have no "arch": they are Transformers."""
+    Runs from before the RNN have no "arch": they are Transformers; runs from before a field was
+    added get the value they were trained with (the architecture's `added_since`)."""
     if not isinstance(values, dict):
         raise ValueError("the 'model' section is not a JSON object")
     values = dict(values)
     arch = values.pop("arch", "transformer")
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown architecture {arch!r}")
-    config = ARCHITECTURES[arch].config
+    architecture = ARCHITECTURES[arch]
+    values = architecture.added_since | values
+    config = architecture.config
     expected = {f.name for f in fields(config) if f.init}
     if set(values) != expected:
         raise ValueError(f"the 'model' section does not match this version's {config.__name__}")

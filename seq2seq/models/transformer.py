@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from seq2seq.data.special import PAD_ID
 from seq2seq.models.cache import DecoderCache
 from seq2seq.models.dropout import Dropout, attention_kernels
+from seq2seq.models.feed_forward import FFNS, feed_forward
 from seq2seq.models.positions import init_weights, sinusoids
 from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
 
@@ -31,11 +32,14 @@ class TransformerConfig:
     max_positions: int = 256  # longest source or target, in pieces, EOS/BOS included
     norm_first: bool = True  # pre-LN; False gives the original paper's post-LN "Add & Norm"
     tie_embeddings: bool = True  # output projection shares the joint embedding matrix
+    ffn: str = "relu"  # the feed-forward block: relu or swiglu (models/feed_forward.py)
     arch: str = field(default="transformer", init=False)  # names the class in config.json
 
     def __post_init__(self):
         if self.d_model % self.n_heads or self.d_model % 2:
             raise ValueError(f"d_model {self.d_model} must be even and a multiple of n_heads {self.n_heads}")
+        if self.ffn not in FFNS:
+            raise ValueError(f"ffn must be one of {', '.join(FFNS)}, not {self.ffn!r}")
 
 
 PRESETS = {
@@ -46,8 +50,10 @@ PRESETS = {
 # `seq2seq train` options that set one field over the preset -> that field
 OPTIONS = dict(
     d_model="d_model", heads="n_heads", ff="d_ff", encoder_layers="n_encoder_layers",
-    decoder_layers="n_decoder_layers", norm_first="norm_first",
+    decoder_layers="n_decoder_layers", norm_first="norm_first", ffn="ffn",
 )  # fmt: skip
+# fields a config.json from before them lacks -> the value such runs were trained with
+ADDED_SINCE = dict(ffn="relu")
 
 
 class Attention(nn.Module):
@@ -132,16 +138,6 @@ class Attention(nn.Module):
         return scores.softmax(dim=-1)
 
 
-class FeedForward(nn.Sequential):
-    def __init__(self, cfg: TransformerConfig):
-        super().__init__(
-            nn.Linear(cfg.d_model, cfg.d_ff),
-            nn.ReLU(),
-            Dropout(cfg.dropout),
-            nn.Linear(cfg.d_ff, cfg.d_model),
-        )
-
-
 class Residual(nn.Module):
     """Residual connection with LayerNorm before (pre-LN) or after (post-LN) the sub-layer."""
 
@@ -160,7 +156,8 @@ class Residual(nn.Module):
 class EncoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.self_attn, self.ff = Attention(cfg, cross=False), FeedForward(cfg)
+        self.self_attn = Attention(cfg, cross=False)
+        self.ff = feed_forward(cfg.ffn, cfg.d_model, cfg.d_ff, cfg.dropout)
         self.res_attn, self.res_ff = Residual(cfg), Residual(cfg)
 
     def forward(self, x: Tensor, src_mask: Tensor, record: AttentionRecord | None = None) -> Tensor:
@@ -175,7 +172,7 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.self_attn, self.cross_attn = Attention(cfg, cross=False), Attention(cfg, cross=True)
-        self.ff = FeedForward(cfg)
+        self.ff = feed_forward(cfg.ffn, cfg.d_model, cfg.d_ff, cfg.dropout)
         self.res_self, self.res_cross, self.res_ff = Residual(cfg), Residual(cfg), Residual(cfg)
 
     def forward(
