@@ -28,6 +28,7 @@ import machine
 import torch
 import torch._inductor.config as inductor
 
+from seq2seq.models.feed_forward import outer_linears
 from seq2seq.models.packed import PackedLinear, pack
 from seq2seq.models.quantize import quantize
 from seq2seq.training.checkpoint import load_run
@@ -128,8 +129,8 @@ def pt2e_rows(model) -> None:
         get_default_x86_inductor_quantization_config,
     )
 
-    layers = {"output projection": model.embed.weight, "ff in": model.decoder[0].ff[0].weight}
-    layers["ff out"] = model.decoder[0].ff[3].weight
+    ff_in, ff_out = outer_linears(model.decoder[0].ff)
+    layers = {"output projection": model.embed.weight, "ff in": ff_in.weight, "ff out": ff_out.weight}
     for name, weight in layers.items():
         linear = torch.nn.Linear(weight.size(1), weight.size(0)).eval()
         linear.weight.data.copy_(weight)

@@ -25,8 +25,18 @@ SHAPES = {"pre-LN": {}, "post-LN": dict(norm_first=False), "swiglu": dict(ffn="s
 
 @pytest.fixture(scope="module", params=SHAPES.values(), ids=SHAPES.keys())
 def run_dir(request, tmp_path_factory):
-    make = lambda v: tiny_model(vocab_size=v, seed=7, **request.param)  # noqa: E731
-    return write_run(tmp_path_factory.mktemp("export-run"), make)
+    return write_run(tmp_path_factory.mktemp("export-run"), lambda v: with_biases(v, **request.param))
+
+
+def with_biases(vocab_size: int, **shape) -> torch.nn.Module:
+    """A tiny model whose biases are not the zeros it starts with, so a bias the export drops or
+    misplaces (the gate's and the value's of a SwiGLU block, say) changes what the engine computes."""
+    model = tiny_model(vocab_size=vocab_size, seed=7, **shape)
+    g = torch.Generator().manual_seed(8)
+    with torch.no_grad():
+        for linear in (m for m in model.modules() if isinstance(m, torch.nn.Linear)):
+            linear.bias.normal_(std=0.1, generator=g)
+    return model
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from seq2seq.models.feed_forward import GatedFeedForward
+from seq2seq.models.feed_forward import FeedForward, GatedFeedForward, outer_linears
 from seq2seq.models.protocol import AttentionRecord
 from seq2seq.models.registry import config_from_dict, preset_config
 from seq2seq.models.transformer import PRESETS, Transformer, TransformerConfig
@@ -85,6 +85,9 @@ def test_the_gated_block_passes_silu_of_the_gate_times_the_value():
     gate, value = x @ gate_w.T + gate_b, x @ value_w.T + value_b
     expected = (gate * torch.sigmoid(gate) * value) @ block.out.weight.T + block.out.bias
     torch.testing.assert_close(block(x), expected)
+    assert outer_linears(block) == (block.gate_up, block.out)
+    relu = FeedForward(d_model=8, d_ff=6, dropout=0.0)
+    assert outer_linears(relu) == (relu[0], relu[3])
 
 
 def test_swiglu_at_two_thirds_the_width_has_the_parameters_of_relu():

@@ -42,11 +42,6 @@ def export_huggingface(run_dir: Path, output_dir: Path, force: bool = False) -> 
     from seq2seq.export.model_card import model_card
 
     model, tokenizer, output_dir = transformer_run(run_dir, output_dir, force, "Hugging Face")
-    if model.cfg.ffn != "relu":  # Pegasus and Marian have no gated feed-forward block
-        raise Seq2SeqError(
-            f"{run_dir} has a {model.cfg.ffn} feed-forward block; Hugging Face export (Pegasus, Marian) "
-            "supports relu only; export it to CTranslate2 instead"
-        )
     hf = hf_model(model)
     fast = hf_tokenizer(tokenizer.path, model.cfg.max_positions)
     card = model_card(run_dir, model, hf)
@@ -91,6 +86,11 @@ def hf_model(model):
     import transformers
 
     cfg = model.cfg
+    if cfg.ffn != "relu":  # Pegasus and Marian have no gated feed-forward block
+        raise Seq2SeqError(
+            f"a model with a {cfg.ffn} feed-forward block has no Hugging Face class here (Pegasus and "
+            "Marian support relu only); export it to CTranslate2 instead"
+        )
     shape = dict(
         vocab_size=cfg.vocab_size,
         d_model=cfg.d_model,

@@ -40,6 +40,12 @@ class GatedFeedForward(nn.Module):
         return self.out(self.drop(F.silu(gate) * up))  # (..., D)
 
 
+def outer_linears(ff: nn.Module) -> tuple[nn.Linear, nn.Linear]:
+    """The block's input and output projections, of either kind (the input fused for SwiGLU): what
+    a benchmark of the block's matrix products times."""
+    return (ff.gate_up, ff.out) if isinstance(ff, GatedFeedForward) else (ff[0], ff[3])
+
+
 def feed_forward(kind: str, d_model: int, d_ff: int, dropout: float) -> nn.Module:
     """The block `kind` (one of FFNS) names, d_model -> d_ff -> d_model."""
     blocks = {"relu": FeedForward, "swiglu": GatedFeedForward}
