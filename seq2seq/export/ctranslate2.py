@@ -3,9 +3,8 @@ weights, so the C++ engine and our decoder can be compared (and the engine deplo
 
 Our layout maps onto `TransformerSpec` one to one: fused QKV for self-attention, Q plus fused KV
 for cross-attention, pre- or post-norm, a ReLU or gated SiLU (SwiGLU) feed-forward block,
-embeddings scaled by sqrt(D), tied output projection. The
-engine's built-in sinusoidal table is laid out differently from ours (sines then cosines, not
-interleaved), so ours is given explicitly.
+embeddings scaled by sqrt(D), tied output projection. The engine's built-in sinusoidal table is
+laid out differently from ours (sines then cosines, not interleaved), so ours is given explicitly.
 """
 
 import importlib.util
