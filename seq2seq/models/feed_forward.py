@@ -14,8 +14,6 @@ from torch import Tensor, nn
 
 from seq2seq.models.dropout import Dropout
 
-FFNS = ("relu", "swiglu")
-
 
 class FeedForward(nn.Sequential):
     """Linear -> ReLU -> dropout -> Linear. A Sequential, so that its weights keep the names
@@ -46,7 +44,10 @@ def outer_linears(ff: nn.Module) -> tuple[nn.Linear, nn.Linear]:
     return (ff.gate_up, ff.out) if isinstance(ff, GatedFeedForward) else (ff[0], ff[3])
 
 
+BLOCKS = {"relu": FeedForward, "swiglu": GatedFeedForward}  # a config's `ffn` -> its block
+FFNS = tuple(BLOCKS)
+
+
 def feed_forward(kind: str, d_model: int, d_ff: int, dropout: float) -> nn.Module:
     """The block `kind` (one of FFNS) names, d_model -> d_ff -> d_model."""
-    blocks = {"relu": FeedForward, "swiglu": GatedFeedForward}
-    return blocks[kind](d_model, d_ff, dropout)
+    return BLOCKS[kind](d_model, d_ff, dropout)
