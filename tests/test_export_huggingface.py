@@ -1,6 +1,6 @@
-"""Export to Hugging Face transformers: the directory, loaded by plain `transformers`, computes our
-logits, decodes our greedy translations and tokenizes into our ids. Skips without the `hf` extra
-(CI installs it)."""
+"""Export to Hugging Face transformers: the directory, loaded by plain `transformers` (with the
+code the folder ships for a gated block), computes our logits, decodes our greedy translations and
+tokenizes into our ids. Skips without the `hf` extra (CI installs it)."""
 
 import json
 import os
@@ -47,13 +47,13 @@ TEXTS = [
 ]
 
 
-def trained_model(tokenizer, norm_first: bool):
+def trained_model(tokenizer, norm_first: bool, ffn: str):
     """A tiny model taught the captions for a moment: real, varied translations, some ending early
     with EOS and some at the length limit, so that greedy equality means something."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # faster at this size, and the machine is shared
     try:
-        model = tiny_model(vocab_size=tokenizer.vocab_size, seed=0, norm_first=norm_first).train()
+        model = tiny_model(vocab_size=tokenizer.vocab_size, seed=0, norm_first=norm_first, ffn=ffn).train()
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
         src, tgt = ([f"{s} {i}" for i, s in enumerate(side * 4)] for side in (EN, FR))
         batch = collate(tokenizer.encode(src), tokenizer.encode(tgt), 64)
@@ -73,9 +73,17 @@ def tokenizer(tmp_path_factory):
     return caption_tokenizer(tmp_path_factory.mktemp("tokenizer") / "tokenizer.model")
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["pre-LN", "post-LN"])
+SHAPES = {  # id -> (norm_first, ffn): Pegasus, Marian, and each with the gated block (our subclasses)
+    "pre-LN": (True, "relu"),
+    "post-LN": (False, "relu"),
+    "pre-LN-swiglu": (True, "swiglu"),
+    "post-LN-swiglu": (False, "swiglu"),
+}
+
+
+@pytest.fixture(scope="module", params=list(SHAPES))
 def run_dir(request, tokenizer, tmp_path_factory):
-    model = trained_model(tokenizer, request.param)
+    model = trained_model(tokenizer, *SHAPES[request.param])
     run = write_run(tmp_path_factory.mktemp("hf-run"), lambda v: model, tokenizer)
     ckpt.save_weights(model, run / ckpt.BEST, val_bleu=12.345)
     ckpt.append_metrics(run, {"step": 40, "epoch": 3, "val_bleu": 12.345, "best": True})
@@ -87,9 +95,15 @@ def exported(run_dir, tmp_path_factory):
     return export_huggingface(run_dir, tmp_path_factory.mktemp("hf") / "model")
 
 
+def ships_code(folder: Path) -> bool:
+    """Whether the export brought its own model class (a gated block), named in `auto_map`."""
+    return "auto_map" in json.loads((folder / "config.json").read_text())
+
+
 def load(folder: Path):
+    """As a user would: trust_remote_code only where the folder ships code."""
     return (
-        transformers.AutoModelForSeq2SeqLM.from_pretrained(folder),
+        transformers.AutoModelForSeq2SeqLM.from_pretrained(folder, trust_remote_code=ships_code(folder)),
         transformers.AutoTokenizer.from_pretrained(folder),
     )
 
@@ -141,7 +155,9 @@ def test_the_translation_pipeline_translates_as_we_do(run_dir, exported):
         pytest.skip(f"transformers {transformers.__version__} has no translation pipeline")
     model, tokenizer = ckpt.load_run(run_dir)
     ours = translate(model, tokenizer, SENTENCES, DecodeOptions(beam=1, max_len=12)).best
-    translator = transformers.pipeline("translation", model=str(exported))
+    translator = transformers.pipeline(
+        "translation", model=str(exported), trust_remote_code=ships_code(exported)
+    )
     theirs = translator(SENTENCES, num_beams=1, max_new_tokens=13)
     assert [t["translation_text"] for t in theirs] == ours
 
@@ -161,10 +177,12 @@ def test_the_longest_output_is_ours(tmp_path):
     assert hf.generation_config.num_beams == DecodeOptions().beam
 
 
-@pytest.mark.parametrize("norm_first", [True, False], ids=["pre-LN", "post-LN"])
-def test_an_untied_output_layer_keeps_its_bias(tmp_path, norm_first):
+@pytest.mark.parametrize("shape", ["pre-LN", "post-LN", "post-LN-swiglu"])
+def test_an_untied_output_layer_keeps_its_bias(tmp_path, shape):
+    norm_first, ffn = SHAPES[shape]
+
     def make(v):
-        model = tiny_model(vocab_size=v, seed=5, norm_first=norm_first, tie_embeddings=False)
+        model = tiny_model(vocab_size=v, seed=5, norm_first=norm_first, ffn=ffn, tie_embeddings=False)
         torch.nn.init.normal_(model.generator.bias)
         return model
 
@@ -208,23 +226,24 @@ def test_the_tokenizer_pads_and_truncates_as_we_do(run_dir, exported):
     assert batch["attention_mask"].tolist() == (pad(ids) != PAD_ID).long().tolist()
 
 
-@pytest.mark.parametrize("run_dir", [True], ids=["pre-LN"], indirect=True)  # ~10 s: one is enough
+@pytest.mark.parametrize("run_dir", ["pre-LN", "post-LN-swiglu"], indirect=True)  # ~10 s each
 def test_a_fresh_python_without_seq2seq_loads_it(run_dir, exported, tmp_path):
     """The directory needs only transformers: a new interpreter that never imports seq2seq loads
-    it and translates as we do."""
+    it and translates as we do (a gated model through the code its folder ships)."""
     model, tokenizer = ckpt.load_run(run_dir)
     ours = translate(model, tokenizer, SENTENCES, DecodeOptions(beam=1, max_len=12)).best
     script = (
         "import json, sys\n"
         "from transformers import AutoModelForSeq2SeqLM, AutoTokenizer\n"
         f"tokenizer = AutoTokenizer.from_pretrained({str(exported)!r})\n"
-        f"model = AutoModelForSeq2SeqLM.from_pretrained({str(exported)!r})\n"
+        f"model = AutoModelForSeq2SeqLM.from_pretrained({str(exported)!r}, "
+        f"trust_remote_code={ships_code(exported)})\n"
         f"batch = tokenizer({SENTENCES!r}, return_tensors='pt', padding=True)\n"
         "out = model.generate(**batch, num_beams=1, max_new_tokens=13)\n"
         "ours = [m for m in sys.modules if m.split('.')[0] == 'seq2seq']\n"
         "print(json.dumps([tokenizer.batch_decode(out, skip_special_tokens=True), ours]))\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"HF_MODULES_CACHE": str(tmp_path)}
     proc = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
     )
@@ -239,6 +258,10 @@ def test_the_model_card(run_dir, exported):
     assert "BLEU **12.35** on the `val` split after 40 steps (3 epochs)" in card
     assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in card
     assert "`multi30k`" in card and "| 2 + 2 |" in card
+    gated = ckpt.load_run(run_dir)[0].cfg.ffn == "swiglu"
+    assert ("| feed-forward block | SwiGLU (gated) |" in card) == gated
+    assert ('from_pretrained("path/to/this/folder", trust_remote_code=True)' in card) == gated
+    assert ("`modeling_gated.py` defines `Gated" in card) == gated
 
 
 def test_export_from_the_command_line(run_dir, tmp_path, capsys, monkeypatch):
@@ -290,12 +313,26 @@ def test_an_rnn_run_is_not_supported(tmp_path, capsys, monkeypatch):
     assert len(result.err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
-def test_a_swiglu_run_is_not_supported(tmp_path, capsys, monkeypatch):
-    """Pegasus and Marian have no gated feed-forward block; CTranslate2 takes such a run."""
-    run = write_run(tmp_path / "swiglu", lambda v: tiny_model(vocab_size=v, ffn="swiglu"))
-    result = run_cli(["export", "--run", run, "--to", "huggingface", tmp_path / "out"], capsys, monkeypatch)
-    assert result.code == 2 and "support relu only); export it to CTranslate2" in result.err
-    assert len(result.err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+@pytest.mark.parametrize("run_dir", ["pre-LN-swiglu", "post-LN-swiglu"], indirect=True)
+def test_a_gated_model_ships_its_code_and_needs_trust(run_dir, exported, capsys):
+    """A SwiGLU block, which transformers lacks, comes as modeling_gated.py named in auto_map for
+    the model alone: the config stays Pegasus's or Marian's, so AutoTokenizer loads without asking
+    about code, and without trust_remote_code the plain class refuses the weights (never loads
+    them into an ungated block)."""
+    config = json.loads((exported / "config.json").read_text())
+    assert (exported / "modeling_gated.py").is_file() and config["model_type"] in {"pegasus", "marian"}
+    assert list(config["auto_map"]) == ["AutoModelForSeq2SeqLM"]
+    assert config["auto_map"]["AutoModelForSeq2SeqLM"].startswith("modeling_gated.Gated")
+    transformers.AutoTokenizer.from_pretrained(exported)
+    assert "custom code" not in capsys.readouterr().out
+    with pytest.raises(RuntimeError, match=r"ignore_mismatched_sizes|size mismatch"):  # transformers 5 | 4
+        transformers.AutoModelForSeq2SeqLM.from_pretrained(exported)
+
+
+def test_the_relu_model_ships_no_code(tmp_path):
+    run = write_run(tmp_path / "run", lambda v: tiny_model(vocab_size=v, seed=3))
+    exported = export_huggingface(run, tmp_path / "hf")
+    assert not ships_code(exported) and not list(exported.glob("*.py"))
 
 
 def test_without_transformers_the_error_says_what_to_install(run_dir, tmp_path, monkeypatch):
@@ -310,10 +347,17 @@ def test_without_transformers_the_error_says_what_to_install(run_dir, tmp_path, 
 
 
 def test_the_benchmark_s_hugging_face_peer_is_ours_or_skipped_with_the_reason(scripts):
-    """scripts/bench_decode.py --against ctranslate2 times HF generate() on the exported weights;
-    a model the exporter refuses is a one-line skip there, never a crash after the engine's rows."""
+    """scripts/bench_decode.py --against ctranslate2 times HF generate() on the exported weights,
+    gated blocks included; a model transformers cannot hold is a one-line skip there, never a crash
+    after the engine's rows."""
     against_hf = scripts("against_hf")
     hf, note = against_hf.hf_model(tiny_model(vocab_size=40))
     assert hf is not None and "teacher-forced logits within" in note
     hf, note = against_hf.hf_model(tiny_model(vocab_size=40, ffn="swiglu"))
-    assert hf is None and note.startswith("Hugging Face peer skipped: a model with a swiglu feed-forward")
+    assert (
+        type(hf).__name__ == "GatedPegasusForConditionalGeneration" and "teacher-forced logits within" in note
+    )
+    from seq2seq.models.rnn import RNN, RNNConfig
+
+    hf, note = against_hf.hf_model(RNN(RNNConfig(vocab_size=40, d_model=16, n_layers=1)))
+    assert hf is None and note == "Hugging Face peer skipped: transformers has no rnn encoder-decoder"

@@ -1,17 +1,20 @@
 """A run as a Hugging Face `transformers` model directory: `AutoModelForSeq2SeqLM.from_pretrained`
-and `AutoTokenizer.from_pretrained` load it with no code of ours, and it decodes what we decode.
+and `AutoTokenizer.from_pretrained` load it with no code of seq2seq's installed, and it decodes
+what we decode.
 
 Which class: pre-LN runs are `PegasusForConditionalGeneration` (pre-LN layers, a final LayerNorm
 on each stack), post-LN runs `MarianMTModel` (Add & Norm after each sub-layer, no final norm).
-Both have our ReLU feed-forward, biases, sqrt(D)-scaled embeddings shared by encoder, decoder and
-a bias-free output projection (an untied output's bias goes to their `final_logits_bias`), and the
-Vaswani sinusoids starting at position 0, but laid out as all sines then all cosines where ours
-interleave them; Marian does not even save the table, it recomputes its own on load. A fixed
-permutation of the D model dims turns our table into theirs, and every operation on the residual
-stream (embedding sums, LayerNorm, residual additions, the projections that read or write it) is
-equivariant to one consistent permutation, so permuting every weight that touches the residual
-stream gives exactly our function with their own table, whichever way a version of transformers
-loads it. Attention heads and feed-forward dims are untouched.
+Both have our ReLU feed-forward block (a gated SwiGLU block, which no transformers class has,
+takes our subclasses in `modeling_gated.py`, which the folder ships: see there), biases,
+sqrt(D)-scaled embeddings shared by encoder, decoder and a bias-free output projection (an untied
+output's bias goes to their `final_logits_bias`), and the Vaswani sinusoids starting at position
+0, but laid out as all sines then all cosines where ours interleave them; Marian does not even
+save the table, it recomputes its own on load. A fixed permutation of the D model dims turns our
+table into theirs, and every operation on the residual stream (embedding sums, LayerNorm,
+residual additions, the projections that read or write it) is equivariant to one consistent
+permutation, so permuting every weight that touches the residual stream gives exactly our
+function with their own table, whichever way a version of transformers loads it.
+Attention heads and feed-forward dims are untouched.
 
 Shapes: D model dim, V vocabulary.
 """
@@ -28,6 +31,7 @@ from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.errors import Seq2SeqError
 from seq2seq.export.folder import transformer_run
+from seq2seq.models.feed_forward import outer_linears
 
 INSTALL_HINT = 'pip install -e ".[hf]"'
 
@@ -83,14 +87,7 @@ def _quiet():
 
 def hf_model(model):
     """Our Transformer's weights in a `transformers` model of the matching class, in eval mode."""
-    import transformers
-
     cfg = model.cfg
-    if cfg.ffn != "relu":  # Pegasus and Marian have no gated feed-forward block
-        raise Seq2SeqError(
-            f"a model with a {cfg.ffn} feed-forward block has no Hugging Face class here (Pegasus and "
-            "Marian support relu only); export it to CTranslate2 instead"
-        )
     shape = dict(
         vocab_size=cfg.vocab_size,
         d_model=cfg.d_model,
@@ -100,7 +97,7 @@ def hf_model(model):
         decoder_attention_heads=cfg.n_heads,
         encoder_ffn_dim=cfg.d_ff,
         decoder_ffn_dim=cfg.d_ff,
-        activation_function="relu",
+        activation_function="relu" if cfg.ffn == "relu" else "silu",  # the gated classes replace it
         dropout=cfg.dropout,  # where ours applies it: embeddings, sub-layer outputs, attention, ReLU
         attention_dropout=cfg.dropout,
         activation_dropout=cfg.dropout,
@@ -113,14 +110,31 @@ def hf_model(model):
         forced_eos_token_id=EOS_ID,
         tie_word_embeddings=cfg.tie_embeddings,
     )
-    if cfg.norm_first:
-        hf = transformers.PegasusForConditionalGeneration(transformers.PegasusConfig(**shape))
-    else:
-        hf = transformers.MarianMTModel(
-            transformers.MarianConfig(**shape, share_encoder_decoder_embeddings=True)
-        )
+    model_class, config_class = hf_classes(cfg)
+    if not cfg.norm_first:
+        shape["share_encoder_decoder_embeddings"] = True  # Marian's switch
+    hf = model_class(config_class(**shape))
     hf.load_state_dict(hf_state_dict(model), strict=True)
     return hf.eval()
+
+
+def hf_classes(cfg) -> tuple[type, type]:
+    """(model class, config class): Pegasus for pre-LN, Marian for post-LN. A gated (SwiGLU)
+    feed-forward block, which neither has, takes our subclass in `modeling_gated.py` (same config
+    class), registered so that save_pretrained ships that file and names it in `auto_map`."""
+    import transformers as t
+
+    if cfg.ffn == "relu":
+        return (
+            (t.PegasusForConditionalGeneration, t.PegasusConfig)
+            if cfg.norm_first
+            else (t.MarianMTModel, t.MarianConfig)
+        )
+    from seq2seq.export import modeling_gated as g
+
+    model_class = g.GatedPegasusForConditionalGeneration if cfg.norm_first else g.GatedMarianMTModel
+    model_class.register_for_auto_class("AutoModelForSeq2SeqLM")
+    return model_class, (t.PegasusConfig if cfg.norm_first else t.MarianConfig)
 
 
 def residual_order(d_model: int) -> Tensor:
@@ -177,8 +191,10 @@ def _attention(prefix: str, inputs, output, order: Tensor) -> dict[str, Tensor]:
 
 
 def _feed_forward(prefix: str, ff, norm, order: Tensor) -> dict[str, Tensor]:
-    fc1 = {f"{prefix}.fc1.weight": ff[0].weight.detach()[:, order], f"{prefix}.fc1.bias": ff[0].bias.detach()}
-    return fc1 | _writes(f"{prefix}.fc2", ff[3], order) | _norm(f"{prefix}.final_layer_norm", norm, order)
+    """Either block as fc1 -> fc2: the gated block's fc1 is its fused gate-and-value projection."""
+    fc1, fc2 = outer_linears(ff)
+    reads = {f"{prefix}.fc1.weight": fc1.weight.detach()[:, order], f"{prefix}.fc1.bias": fc1.bias.detach()}
+    return reads | _writes(f"{prefix}.fc2", fc2, order) | _norm(f"{prefix}.final_layer_norm", norm, order)
 
 
 def _writes(prefix: str, linear, order: Tensor) -> dict[str, Tensor]:

@@ -30,6 +30,7 @@ SentencePiece pieces and ids, and the same greedy translations as seq2seq's own 
 | layers (encoder + decoder) | {n_encoder_layers} + {n_decoder_layers} |
 | model dim, heads, feed-forward dim | {d_model}, {n_heads}, {d_ff} |
 | layer norm | {norm} |
+| feed-forward block | {block} |
 | vocabulary | {vocab_size} SentencePiece (Unigram) pieces, shared by both languages |
 | longest source or output | {max_positions} pieces |
 | parameters | {parameters:,} |
@@ -44,7 +45,7 @@ SentencePiece pieces and ids, and the same greedy translations as seq2seq's own 
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 tokenizer = AutoTokenizer.from_pretrained("path/to/this/folder")
-model = AutoModelForSeq2SeqLM.from_pretrained("path/to/this/folder")
+model = AutoModelForSeq2SeqLM.from_pretrained("path/to/this/folder"{load_options})
 batch = tokenizer(["A dog runs on the beach."], return_tensors="pt", padding=True)
 print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True))
 ```
@@ -52,6 +53,14 @@ print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True))
 `generate()` searches with beam 5 by default (`generation_config.json`), as seq2seq does;
 `num_beams=1` gives exactly seq2seq's greedy translations. Beam search may differ now and then:
 seq2seq divides scores by the GNMT length penalty ((5 + length) / 6)^alpha, transformers by length^alpha.
+{remote_code}"""
+
+REMOTE_CODE = """
+transformers has no class with a gated (SwiGLU) feed-forward block, so this folder brings its own:
+`modeling_gated.py` defines `{hf_class}`: transformers' `{parent}` with each layer's first feed-forward
+projection doubled into a gate and a value (silu(gate) * value), and config.json's `auto_map`
+names it. Read the file, then load with `trust_remote_code=True`; without it transformers builds
+the plain `{parent}` and refuses these weights (their first projection is twice its size).
 """
 
 
@@ -65,6 +74,11 @@ def model_card(run_dir: Path, model, hf) -> str:
         hf_class=type(hf).__name__,
         model_type=hf.config.model_type,
         norm="pre-LN, a final LayerNorm on each stack" if cfg.norm_first else "post-LN (Add & Norm)",
+        block="ReLU" if cfg.ffn == "relu" else "SwiGLU (gated)",
+        load_options="" if cfg.ffn == "relu" else ", trust_remote_code=True",
+        remote_code=""
+        if cfg.ffn == "relu"
+        else REMOTE_CODE.format(hf_class=type(hf).__name__, parent=type(hf).__base__.__name__),
         parameters=sum(p.numel() for p in model.parameters()),
         validation=_validation(run_dir),
         **{k: getattr(cfg, k) for k in ("n_encoder_layers", "n_decoder_layers", "d_model", "n_heads")},
