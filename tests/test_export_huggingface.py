@@ -269,6 +269,7 @@ def test_export_from_the_command_line(run_dir, tmp_path, capsys, monkeypatch):
     result = run_cli(["export", "--run", run_dir, "--to", "huggingface", out], capsys, monkeypatch)
     assert result.code == 0, result.err
     assert "wrote the Hugging Face model" in result.out
+    assert ("trust_remote_code=True" in " ".join(result.out.split())) == ships_code(out)
     names = {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json", "README.md"}
     assert names <= {p.name for p in out.iterdir()}
     # the name transformers 4 also loads (optimum's ONNX export needs 4); 5 alone knows its own

@@ -126,8 +126,11 @@ def exported(path: Path, quantization: str | None) -> None:
 
 
 def exported_huggingface(path: Path) -> None:
+    ships_code = (path / "modeling_gated.py").exists()  # a gated block: the model is code of the folder's
+    how = "; the model with trust_remote_code=True, for the modeling_gated.py it ships" if ships_code else ""
     out.print(
-        f"wrote the Hugging Face model {path} (AutoModelForSeq2SeqLM and AutoTokenizer load it)", markup=False
+        f"wrote the Hugging Face model {path} (AutoModelForSeq2SeqLM and AutoTokenizer load it{how})",
+        markup=False,
     )
 
 
