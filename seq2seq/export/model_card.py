@@ -60,7 +60,8 @@ transformers has no class with a gated (SwiGLU) feed-forward block, so this fold
 `modeling_gated.py` defines `{hf_class}`: transformers' `{parent}` with each layer's first feed-forward
 projection doubled into a gate and a value (silu(gate) * value), and config.json's `auto_map`
 names it. Read the file, then load with `trust_remote_code=True`; without it transformers builds
-the plain `{parent}` and refuses these weights (their first projection is twice its size).
+the plain `{parent}` and refuses these weights (their first projection is twice its size). Do not
+pass `ignore_mismatched_sizes=True`: it would load them into an ungated block and translate nonsense.
 """
 
 
