@@ -75,15 +75,23 @@ def model_card(run_dir: Path, model, hf) -> str:
         hf_class=type(hf).__name__,
         model_type=hf.config.model_type,
         norm="pre-LN, a final LayerNorm on each stack" if cfg.norm_first else "post-LN (Add & Norm)",
-        block="ReLU" if cfg.ffn == "relu" else "SwiGLU (gated)",
-        load_options="" if cfg.ffn == "relu" else ", trust_remote_code=True",
-        remote_code=""
-        if cfg.ffn == "relu"
-        else REMOTE_CODE.format(hf_class=type(hf).__name__, parent=type(hf).__base__.__name__),
+        **_feed_forward_fields(cfg, hf),
         parameters=sum(p.numel() for p in model.parameters()),
         validation=_validation(run_dir),
         **{k: getattr(cfg, k) for k in ("n_encoder_layers", "n_decoder_layers", "d_model", "n_heads")},
         **{k: getattr(cfg, k) for k in ("d_ff", "vocab_size", "max_positions")},
+    )
+
+
+def _feed_forward_fields(cfg, hf) -> dict[str, str]:
+    """The card's block row, load options and remote-code paragraph: a gated block needs the
+    folder's own model code, so trust_remote_code and a word on what it runs."""
+    if cfg.ffn == "relu":
+        return dict(block="ReLU", load_options="", remote_code="")
+    return dict(
+        block="SwiGLU (gated)",
+        load_options=", trust_remote_code=True",
+        remote_code=REMOTE_CODE.format(hf_class=type(hf).__name__, parent=type(hf).__base__.__name__),
     )
 
 
