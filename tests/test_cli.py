@@ -98,7 +98,7 @@ def test_train_again_resumes(trained, tmp_path):
         (["--r-drop", "5"], "was started with --r-drop 0.0"),
         (["--concat", "0.5"], "was started with --concat 0.0"),
         (["--bidirectional", "2"], "was started with --bidirectional 0"),
-        (["--decay", "none"], "was started with --decay rsqrt"),
+        (["--decay", "rsqrt"], "was started with --decay none"),
     ],
 )
 def test_a_resumed_run_refuses_options_it_cannot_honour(trained, cli, change, message):
@@ -114,12 +114,12 @@ def test_recipe_options_reach_the_run_s_config(cli, tmp_path):
     data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
     result = cli(
         *TRAIN, "--max-steps", "1", "--weight-decay", "0.3", "--r-drop", "5", "--concat", "0.5",
-        "--decay", "none", "--data-dir", data, "--run", tmp_path / "run",
+        "--decay", "rsqrt", "--data-dir", data, "--run", tmp_path / "run",
     )  # fmt: skip
     assert result.code == 0, result.err
     recipe = json.loads((tmp_path / "run" / "config.json").read_text())["train"]
     assert (recipe["weight_decay"], recipe["r_drop"], recipe["concat"]) == (0.3, 5.0, 0.5)
-    assert recipe["decay"] == "none"
+    assert recipe["decay"] == "rsqrt"  # over the default's none
 
 
 def test_shape_options_set_the_model_over_the_preset(cli, tmp_path):

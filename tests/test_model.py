@@ -91,9 +91,11 @@ def test_the_gated_block_passes_silu_of_the_gate_times_the_value():
 
 
 def test_swiglu_at_two_thirds_the_width_has_the_parameters_of_relu():
-    """The equal-parameter comparison the option's help and docs name: --ff 680 against 1024."""
-    relu = Transformer(preset_config("transformer", "small"))
-    gated = Transformer(preset_config("transformer", "small", ffn="swiglu", d_ff=680))
+    """The equal-parameter comparison the option's help and docs name: the small preset's gated
+    block at 680 against --ffn relu --ff 1024, the small preset before it."""
+    gated = Transformer(preset_config("transformer", "small"))
+    assert gated.cfg.ffn == "swiglu" and gated.cfg.d_ff == 680
+    relu = Transformer(preset_config("transformer", "small", ffn="relu", d_ff=1024))
     count = lambda model: sum(p.numel() for p in model.parameters())  # noqa: E731
     assert abs(count(gated) / count(relu) - 1) < 0.01
 

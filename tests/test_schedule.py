@@ -98,6 +98,7 @@ def test_a_run_with_a_cooldown_ends_its_budget_near_a_zero_learning_rate(tmp_pat
     config = TrainConfig(
         corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=4, lr=1e-3, device="cpu",
         subword_alpha=0.0,  # the stored pieces: 6 steps an epoch
+        decay="rsqrt",  # the cooldown after the decay; the default's linear decay to zero below
     )  # fmt: skip
     model_cfg = replace(REVERSE_MODEL, d_model=32, d_ff=64)
     train(tmp_path / "plain", replace(config, max_steps=12, cooldown=0.0), model_cfg)

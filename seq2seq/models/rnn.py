@@ -55,7 +55,7 @@ class RNNConfig:
 
 PRESETS = {
     "tiny": dict(d_model=128, n_layers=1),
-    "small": dict(d_model=384, n_layers=2),  # 7.5M parameters, as the Transformer's small
+    "small": dict(d_model=384, n_layers=2),  # 7.5M parameters, about the Transformer's small
 }
 # `seq2seq train` options that set one field over the preset -> that field
 OPTIONS = dict(d_model="d_model", layers="n_layers", cell="cell", attention="attention", score="score")
