@@ -362,3 +362,16 @@ def test_the_benchmark_s_hugging_face_peer_is_ours_or_skipped_with_the_reason(sc
 
     hf, note = against_hf.hf_model(RNN(RNNConfig(vocab_size=40, d_model=16, n_layers=1)))
     assert hf is None and note == "Hugging Face peer skipped: transformers has no rnn encoder-decoder"
+
+
+def test_the_onnx_benchmark_refuses_a_gated_run_in_one_line(scripts, tmp_path, monkeypatch):
+    """scripts/bench_onnx.py would hand optimum a gated folder's remote code, unchecked against ours:
+    it says so before importing optimum or loading anything; a ReLU run passes the check."""
+    bench_onnx = scripts("bench_onnx")
+    tokenizer = caption_tokenizer(tmp_path / "tokenizer.model")
+    relu = write_run(tmp_path / "relu", lambda v: tiny_model(vocab_size=v), tokenizer)
+    gated = write_run(tmp_path / "gated", lambda v: tiny_model(vocab_size=v, ffn="swiglu"), tokenizer)
+    assert bench_onnx.refusal(relu) is None
+    monkeypatch.setattr(sys, "argv", ["bench_onnx.py", "--run", str(gated)])
+    with pytest.raises(SystemExit, match=r"^bench_onnx: \S+ has a gated \(SwiGLU\) feed-forward block; "):
+        bench_onnx.main()
