@@ -364,6 +364,30 @@ def test_the_benchmark_s_hugging_face_peer_is_ours_or_skipped_with_the_reason(sc
     assert hf is None and note == "Hugging Face peer skipped: transformers has no rnn encoder-decoder"
 
 
+@pytest.mark.parametrize("post_ln", [False, True], ids=["pegasus", "marian"])
+def test_a_gated_class_built_from_a_config_initialises_its_gated_blocks_as_every_other_layer(post_ln):
+    """transformers' `from_config` (to train in HF) must reach the widened fc1 with the class's own
+    initialisation (normal, std init_std; zero bias), not PyTorch's default for a new Linear."""
+    from transformers import MarianConfig, PegasusConfig
+
+    from seq2seq.export import modeling_gated
+
+    config_class, model_class = (
+        (MarianConfig, modeling_gated.GatedMarianMTModel)
+        if post_ln
+        else (PegasusConfig, modeling_gated.GatedPegasusForConditionalGeneration)
+    )
+    shape = dict(encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2)
+    shape |= dict(vocab_size=50, pad_token_id=0, d_model=64, encoder_ffn_dim=48, decoder_ffn_dim=48)
+    config = config_class(**shape)
+    torch.manual_seed(0)
+    model = model_class(config)
+    for layer in (model.model.encoder.layers[0], model.model.decoder.layers[0]):
+        assert layer.fc1.weight.shape == (96, 64)  # gated: D -> 2F
+        assert layer.fc1.weight.std().item() == pytest.approx(config.init_std, rel=0.1)
+        assert not layer.fc1.bias.any()
+
+
 def test_the_onnx_benchmark_refuses_a_gated_run_in_one_line(scripts, tmp_path, monkeypatch):
     """scripts/bench_onnx.py would hand optimum a gated folder's remote code, unchecked against ours:
     it says so before importing optimum or loading anything; a ReLU run passes the check."""

@@ -14,7 +14,7 @@ fc2 is our output projection. Everything else is the parent class, unchanged.
 
 import torch.nn.functional as F
 from torch import Tensor, nn
-from transformers import MarianConfig, MarianMTModel, PegasusConfig, PegasusForConditionalGeneration
+from transformers import MarianMTModel, PegasusForConditionalGeneration
 
 
 class SwiGLU(nn.Module):
@@ -37,14 +37,17 @@ def gate_feed_forwards(model: nn.Module, config) -> None:
 class GatedPegasusForConditionalGeneration(PegasusForConditionalGeneration):
     """Pre-LN runs: Pegasus whose feed-forward blocks are SwiGLU."""
 
-    def __init__(self, config: PegasusConfig):
-        super().__init__(config)
-        gate_feed_forwards(self, config)
+    def post_init(self):
+        """The parent's __init__ ends here: gate the blocks first, so that the initialisation that
+        follows (a model built `from_config` to train) reaches the new fc1 as every other layer."""
+        gate_feed_forwards(self, self.config)
+        super().post_init()
 
 
 class GatedMarianMTModel(MarianMTModel):
     """Post-LN runs: Marian whose feed-forward blocks are SwiGLU."""
 
-    def __init__(self, config: MarianConfig):
-        super().__init__(config)
-        gate_feed_forwards(self, config)
+    def post_init(self):
+        """As GatedPegasusForConditionalGeneration.post_init."""
+        gate_feed_forwards(self, self.config)
+        super().post_init()
