@@ -142,6 +142,7 @@ def run_ours(run: Path, work: Path, args, pair: tuple[str, str], fp32: bool, env
     shutil.copy(run / "tokenizer.model", ours / "tokenizer.model")
     command = [sys.executable, "-m", "seq2seq", "train", "--run", str(ours), "--data-dir", args.data_dir]
     command += ["--src", pair[0], "--tgt", pair[1], "--max-steps", str(args.steps), "--average", "1"]
+    command += ["--ffn", "relu", "--ff", "1024"]  # JoeyNMT's block and width: the same shape
     subprocess.run(command + (["--fp32"] if fp32 else []), check=True, capture_output=True, env=env)
     return read_metrics(ours)[-1]["tokens_per_s"]
 

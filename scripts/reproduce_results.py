@@ -4,7 +4,7 @@
     python scripts/reproduce_results.py --data-dir ../shared/corpora/multi30k --pairs en-fr --minutes 50
     python scripts/reproduce_results.py --pairs en-fr --entry en-fr-avx2 --data-dir ...  # a second CPU
     python scripts/reproduce_results.py --tag avx2 --data-dir ...  # every pair again, beside the first
-    python scripts/reproduce_results.py --pairs en-fr --entry en-fr-cool --data-dir ... --train --cooldown 0.2
+    python scripts/reproduce_results.py --pairs en-fr --entry en-fr-cool --data-dir ... --train --decay rsqrt
     python scripts/reproduce_results.py --table      # the table again, from docs/results.json alone
     python scripts/reproduce_results.py --table en-fr-avx2 en-de-avx2   # of those entries only
 

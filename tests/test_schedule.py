@@ -53,6 +53,8 @@ def test_budget_progress_is_the_largest_share_of_any_limit():
     assert budget_progress(replace(cfg, max_steps=200, epochs=3), 50, 1.5, 60.0) == 0.5
     assert budget_progress(replace(cfg, max_steps=200, max_minutes=1.25), 50, 1.5, 60.0) == 0.8
     assert budget_progress(replace(cfg, max_minutes=0.5), 50, 1.5, 60.0) == 1.0  # over: capped
+    # a run stopped at 0.6 of a time budget spreads the rest over its new minutes
+    assert budget_progress(replace(cfg, max_minutes=2.0), 50, 1.5, 60.0, resumed_at=0.6) == pytest.approx(0.8)
 
 
 def test_late_dropout_rises_linearly_by_the_epoch_from_the_models_own():
@@ -177,3 +179,36 @@ def test_the_first_validation_estimate_scales_by_batches_after_a_warm_up(monkeyp
     loop.val_pairs = []  # a rank other than 0 validates nothing, and leaves the time to rank 0
     assert Loop._validation_estimate(loop, SimpleNamespace(validation_seconds=0.0)) == 0.0
     assert sizes == [1, 64, 1, 10]
+
+
+def test_a_run_stopped_mid_time_budget_resumes_its_rate_where_it_stopped(tmp_path, monkeypatch):
+    """On a clock that moves 1 s a step, a 30-second budget stopped after step 4 resumes as far
+    through its schedule as it stopped (a linear decay to zero must not climb back to the peak);
+    once that budget is used up, training the run further is a new budget."""
+    clock = SimpleNamespace(now=0.0)
+    fake_time = SimpleNamespace(monotonic=lambda: clock.now, perf_counter=lambda: clock.now)
+    monkeypatch.setattr(loop_module, "time", fake_time)
+    monkeypatch.setattr(importlib.import_module("seq2seq.training.train"), "time", fake_time)
+    seen, step = [], Loop._train_step  # the budget's share each step trained at
+
+    def timed_step(self, batch, number, weight, progress):
+        clock.now += 1.0
+        seen.append(progress)
+        return step(self, batch, number, weight, progress)
+
+    monkeypatch.setattr(Loop, "_train_step", timed_step)
+    corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)
+    config = TrainConfig(
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=2, device="cpu",
+        epochs=None, max_minutes=0.5, average=0,
+    )  # fmt: skip
+    model_cfg, run = replace(REVERSE_MODEL, d_model=32, d_ff=64), tmp_path / "run"
+    assert train(run, config, model_cfg, None, None, lambda: len(seen) >= 4)["stop"] == "interrupted"
+    stopped_at = seen[-1]
+    assert 0.1 < stopped_at < 0.2  # 4 of 30 seconds
+    seen.clear()
+    assert train(run, config, model_cfg)["stop"] == "max minutes"
+    assert seen[0] >= stopped_at and seen == sorted(seen) and seen[-1] > 0.95
+    seen.clear()
+    train(run, config, model_cfg)  # its 30 seconds were used: 30 more are a budget of their own
+    assert seen[0] < 0.1

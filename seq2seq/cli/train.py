@@ -111,8 +111,8 @@ def train(
         min=0.0,
         max=1.0,
         callback=finite,
-        help="The budget's last share over which the learning rate falls linearly to 0 (0: off); "
-        "a time budget is this invocation's, so a resumed run cools down at the end of its own.",
+        help="The budget's last share over which the learning rate falls linearly to 0 (0: off; 1.0: "
+        "the whole budget); a run stopped mid-budget resumes from the share it had used.",
     ),
     decay: str = typer.Option(
         RECIPE.decay,

@@ -45,7 +45,8 @@ class Loop:
         self.max_len = model.cfg.max_positions
         self.val_options = DecodeOptions(beam=1, bf16=config.bf16)  # --fp32 validates in fp32 too
         self.dropout = model.cfg.dropout  # what the model's dropout modules are set to now
-        self.progress = 0.0  # the share of this invocation's budget used (schedule.budget_progress)
+        self.progress = 0.0  # the share of the budget used (schedule.budget_progress), saved in the state
+        self.resumed_at = 0.0  # the share used when this invocation began
         self.autocast = autocast(self.device, config.bf16)
         self.train_step = TrainStep(
             data_parallel(model, world),
@@ -61,6 +62,8 @@ class Loop:
 
     def run(self, state: TrainingState, reporter: Reporter, should_stop, start_time: float) -> dict:
         cfg, row = self.config, None
+        # a budget used up (1.0) was a finished run's: training it further is a new budget
+        self.resumed_at = self.progress = state.progress if state.progress < 1.0 else 0.0
         losses, tokens, train_seconds = [], 0, 0.0
         validation_seconds = self._validation_estimate(state) if cfg.max_minutes else 0.0
         saved, stop, step_seconds = time.monotonic(), None, 0.0
@@ -157,7 +160,8 @@ class Loop:
             reason = "early stop"
         elif cfg.max_minutes is not None and elapsed >= cfg.max_minutes * 60:
             reason = "max minutes"
-        progress = budget_progress(cfg, state.step, state.epoch + state.batch / max(n_batches, 1), elapsed)
+        epochs_done = state.epoch + state.batch / max(n_batches, 1)
+        progress = budget_progress(cfg, state.step, epochs_done, elapsed, self.resumed_at)
         code, progress = self.world.largest([STOPS.index(reason), progress])
         # never backwards: the time still to pay shrinks when a validation is measured shorter
         # than estimated, and the cooldown must not raise the rate again for that
@@ -280,6 +284,7 @@ class Loop:
 
     def save(self, state: TrainingState) -> None:
         """The training state to resume from at exactly the next batch (rank 0 writes it)."""
+        state.progress = self.progress
         if self.world.is_main:
             ckpt.save_training_state(self.run_dir / ckpt.LAST, self.model, self.optimizer, state.to_json())
 

@@ -29,6 +29,9 @@ class TrainingState:
     bad_validations: int = 0  # validations in a row without a better BLEU (patience)
     validated_step: int = 0  # the step of the last validation
     validation_seconds: float = 0.0  # what the last validation cost (0: not measured yet)
+    # the share of the schedule's budget used when saved (Loop.progress): a run stopped mid-budget
+    # resumes its learning rate from here, not from the peak (schedule.budget_progress)
+    progress: float = 0.0
 
     @classmethod
     def from_json(cls, values: object, where: Path) -> "TrainingState":

@@ -31,18 +31,22 @@ def lr_schedule(
     return rate * min(1.0, max(0.0, 1.0 - progress) / cooldown)
 
 
-def budget_progress(cfg: TrainConfig, step: int, epochs_done: float, elapsed_s: float) -> float:
+def budget_progress(
+    cfg: TrainConfig, step: int, epochs_done: float, elapsed_s: float, resumed_at: float = 0.0
+) -> float:
     """How much of its budget this run has used before its next step, 0 to 1: the largest share of
     whichever limits it has, counted as the stop rules count them (steps and epochs over the whole
     run, minutes over this invocation, including what the final validation will take); 0 when it
-    has none. So a resumed run with a time budget cools down again at the end of its new budget."""
+    has none. A time budget belongs to one invocation, so a run stopped at share `resumed_at` of it
+    spreads the rest of its schedule over its new minutes: the rate goes on from where it stopped
+    (a linear decay to zero would otherwise climb back to the peak at every resume)."""
     shares = [0.0]
     if cfg.max_steps:
         shares.append(step / cfg.max_steps)
     if cfg.epochs:
         shares.append(epochs_done / cfg.epochs)
     if cfg.max_minutes:
-        shares.append(elapsed_s / (cfg.max_minutes * 60))
+        shares.append(resumed_at + (1.0 - resumed_at) * elapsed_s / (cfg.max_minutes * 60))
     return min(max(shares), 1.0)
 
 
