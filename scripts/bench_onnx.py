@@ -37,13 +37,13 @@ from seq2seq.data.special import BOS_ID, PAD_ID
 from seq2seq.decoding.search import DecodeOptions, source_ids
 from seq2seq.export.ctranslate2 import export_ctranslate2
 from seq2seq.export.huggingface import export_huggingface
-from seq2seq.training.checkpoint import load_config, load_run
+from seq2seq.training.checkpoint import load_config, load_run, model_config
 
 
 def refusal(run: Path) -> str | None:
     """Why this run is not benchmarked here, or None: a gated block's export is remote code that
     optimum would run unchecked (above)."""
-    if load_config(run)["model"].get("ffn", "relu") != "relu":
+    if getattr(model_config(load_config(run)), "ffn", "relu") != "relu":  # an RNN: the export refuses it
         return f"{run} has a gated (SwiGLU) feed-forward block; this benchmark covers ReLU runs (--ffn relu)"
     return None
 
