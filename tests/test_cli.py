@@ -136,21 +136,46 @@ def test_shape_options_set_the_model_over_the_preset(cli, tmp_path):
     assert model["vocab_size"] <= 60 and model["max_positions"] == 256  # the rest is tiny's
     typed = shape | {"preset": "tiny", "norm_first": False}
     assert check_typed_options(run, typed) == []  # typed again: the run's own
-    with pytest.raises(Seq2SeqError, match="another model than --encoder-layers 2"):
+    with pytest.raises(Seq2SeqError, match=r"layers 2 describes \(its n_encoder_layers is 3, not 2"):
         check_typed_options(run, {"encoder_layers": 2})
     with pytest.raises(Seq2SeqError, match="another model than --norm-first describes"):
         check_typed_options(run, {"norm_first": True})
+    # a run from before --ffn (no "ffn" in its config) is ReLU, and a refusal says so
+    sections = json.loads((run / "config.json").read_text())
+    del sections["model"]["ffn"]
+    (run / "config.json").write_text(json.dumps(sections))
+    with pytest.raises(Seq2SeqError, match=r"\(its ffn is relu, not swiglu\); a resumed run keeps its model"):
+        check_typed_options(run, typed)
 
 
-def test_a_run_written_before_subword_sampling_resumes_without_it(trained, tmp_path):
-    """Its config has no subword_alpha: it trained without sampling, whatever today's default is."""
+def test_a_run_from_before_the_gated_preset_is_refused_naming_what_changed(trained, tmp_path):
+    """A `small` run from before its block became gated (config.json without "ffn", 1024 wide),
+    resumed with `--preset small` typed: refused, saying which fields the preset now sets."""
     _, run, _ = trained
     copy = tmp_path / "run"
     shutil.copytree(run, copy)
     sections = json.loads((copy / "config.json").read_text())
-    assert sections["train"].pop("subword_alpha") == TrainConfig().subword_alpha > 0
+    shape = dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024)
+    sections["model"] = {k: v for k, v in sections["model"].items() if k != "ffn"} | shape
     (copy / "config.json").write_text(json.dumps(sections))
-    assert stored_train_config(copy).subword_alpha == 0.0
+    message = r"\(its d_ff is 1024, not 680; its ffn is relu, not swiglu\); a resumed run keeps its model"
+    with pytest.raises(Seq2SeqError, match=message):
+        check_typed_options(copy, {"preset": "small"})
+    assert check_typed_options(copy, {"preset": "small", "ffn": "relu", "ff": 1024}) == []
+
+
+@pytest.mark.parametrize(
+    "field,before", [("subword_alpha", 0.0), ("decay", "rsqrt"), ("cooldown", 0.0)]
+)  # sampling, then the schedule's decay to zero: each became the default after runs trained without it
+def test_a_run_written_before_a_recipe_field_resumes_as_it_trained(trained, tmp_path, field, before):
+    """Its config lacks the field: it trained with the value before it, whatever today's default is."""
+    _, run, _ = trained
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    sections = json.loads((copy / "config.json").read_text())
+    assert sections["train"].pop(field) == getattr(TrainConfig(), field) != before
+    (copy / "config.json").write_text(json.dumps(sections))
+    assert getattr(stored_train_config(copy), field) == before
 
 
 def test_a_hand_edited_decay_is_refused_naming_the_file(trained, tmp_path):

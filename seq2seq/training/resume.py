@@ -104,27 +104,37 @@ def check_typed_options(run_dir: Path, typed: dict[str, object]) -> list[str]:
             )
     model = ckpt.model_config(ckpt.load_config(run_dir))
     for name in [n for n in MODEL_OPTIONS if n in typed]:
-        if not _same_model(model, name, typed):
+        differences = _model_differences(model, name, typed)
+        if differences:
             option = flag(name, typed[name])
             raise Seq2SeqError(
-                f"{run_dir} holds another model than {option} describes; a resumed run keeps its model "
-                "(start a new --run to change it)"
+                f"{run_dir} holds another model than {option} describes ({'; '.join(differences)}); "
+                "a resumed run keeps its model (start a new --run to change it)"
             )
     return []
 
 
-def _same_model(model: ModelConfig, name: str, typed: dict[str, object]) -> bool:
-    """Whether the typed option `name` describes the run's model. A preset is the shape it gives the
-    run's own architecture with the typed shape options over it (`--preset small --heads 8`)."""
+def _model_differences(model: ModelConfig, name: str, typed: dict[str, object]) -> list[str]:
+    """How the run's model differs from what the typed option `name` describes (none: the same),
+    field by field, so that a refusal says what changed (the `small` preset's feed-forward block,
+    say, since a run was started). A preset describes the fields it sets, with the typed shape
+    options over them (`--preset small --heads 8`); the fields it leaves alone are the run's own
+    (`--preset tiny` resumes a run trained with `--preset tiny --cell lstm`)."""
     architecture = ARCHITECTURES[model.arch]
-    options = architecture.options  # --heads sets n_heads
     if name == "preset":
-        shape = architecture.presets.get(typed[name])
-        if shape is None:
-            return False
-        shape = shape | architecture.fields(typed)
-        return all(getattr(model, k) == v for k, v in shape.items())
-    return getattr(model, options.get(name, name), None) == typed[name]
+        preset = architecture.presets.get(typed[name])
+        if preset is None:
+            return [f"{model.arch} has no preset {typed[name]}"]
+        shape = preset | architecture.fields(typed)
+    else:
+        shape = {architecture.options.get(name, name): typed[name]}  # --heads sets n_heads
+    return [
+        f"its {field} is {getattr(model, field)}, not {value}"
+        if hasattr(model, field)
+        else f"{model.arch} has no {field}"
+        for field, value in shape.items()
+        if getattr(model, field, None) != value
+    ]
 
 
 def _vocabulary_notices(run_dir: Path, typed: dict[str, object]) -> list[str]:
