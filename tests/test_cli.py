@@ -94,7 +94,7 @@ def test_train_again_resumes(trained, tmp_path):
         (["--label-smoothing", "0.2"], "was started with --label-smoothing 0.1"),
         (["--source-word-dropout", "0.1"], "was started with --source-word-dropout 0.0"),
         (["--target-word-dropout", "0.1"], "was started with --target-word-dropout 0.0"),
-        (["--weight-decay", "0.1"], "was started with --weight-decay 0.01"),
+        (["--weight-decay", "0.01"], "was started with --weight-decay 0.1"),
         (["--r-drop", "5"], "was started with --r-drop 0.0"),
         (["--concat", "0.5"], "was started with --concat 0.0"),
         (["--bidirectional", "2"], "was started with --bidirectional 0"),
