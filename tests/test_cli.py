@@ -166,7 +166,7 @@ def test_a_run_from_before_the_gated_preset_is_refused_naming_what_changed(train
 
 @pytest.mark.parametrize(
     "field,before", [("subword_alpha", 0.0), ("decay", "rsqrt"), ("cooldown", 0.0), ("weight_decay", 0.01)]
-)  # sampling, then the schedule's decay to zero: each became the default after runs trained without it
+)  # sampling, the decay to zero, weight decay 0.1: each became the default after runs trained without it
 def test_a_run_written_before_a_recipe_field_resumes_as_it_trained(trained, tmp_path, field, before):
     """Its config lacks the field: it trained with the value before it, whatever today's default is."""
     _, run, _ = trained
