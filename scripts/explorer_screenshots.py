@@ -20,7 +20,7 @@ from seq2seq.serve.app import create_app
 from seq2seq.serve.info import run_info
 from seq2seq.serve.server import GracefulServer, listen
 from seq2seq.training.checkpoint import load_run
-from seq2seq.views.explorer import write_html
+from seq2seq.views import explorer
 
 
 def main() -> None:
@@ -41,7 +41,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             html = Path(tmp) / "explorer.html"
             maps = attention_batch(model, tokenizer, args.file, options=DecodeOptions(beam=args.beam))
-            write_html(list(enumerate(maps, start=1)), html, f"run {Path(args.run).name}")
+            sentences = [explorer.sentence_json(m, line) for line, m in enumerate(maps, start=1)]
+            html.write_text(explorer.page(sentences, f"run {Path(args.run).name}"), encoding="utf-8")
             context = browser.new_context(offline=True, viewport={"width": args.width, "height": 900})
             page = context.new_page()
             page.goto(html.as_uri())

@@ -129,7 +129,7 @@ def test_score_refuses_an_overflowing_length_penalty(run, cli, tmp_path):
 def test_output_is_utf8_whatever_the_stdout_encoding(monkeypatch):
     import io
 
-    from seq2seq.cli.io import write_lines
+    from seq2seq.cli.outputs import write_lines
 
     raw = io.BytesIO()
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="ascii"))

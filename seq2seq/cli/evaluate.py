@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.cli import display
-from seq2seq.cli.io import check_not_input, one_line, read_lines, write_lines
+from seq2seq.cli.io import one_line, read_lines
 from seq2seq.cli.options import (
     BATCH_SIZE,
     BEAM,
@@ -22,6 +22,7 @@ from seq2seq.cli.options import (
     one_of,
     run_dir,
 )
+from seq2seq.cli.outputs import Outputs, write_lines
 from seq2seq.errors import Seq2SeqError
 
 
@@ -70,7 +71,7 @@ def evaluate(
     one_of(paired, TESTS, "--paired")
     if (source is None) != (reference is None):
         raise typer.BadParameter("--source and --reference go together", param_hint="--source")
-    check_not_input(output, source, reference, baseline)
+    Outputs(source, reference, baseline, run=run).claim("--output", output)
     if source is not None:
         sources, references = read_lines(source), read_lines(reference)
         if len(sources) != len(references):

@@ -1,6 +1,5 @@
 """Lines in and out of the command line: files or stdin/stdout, UTF-8, one line out per line in."""
 
-import contextlib
 import io
 import os
 import select
@@ -134,117 +133,8 @@ def arguments(texts: list[str]) -> list[str]:
     return out
 
 
-def check_not_input(output: Path | None, *inputs: Path | None, stdin: bool = False) -> None:
-    """Refuse an output that is one of the inputs, however it is spelled (another path, a link), or
-    (`stdin`: the lines come from standard input) the file standard input is redirected from:
-    writing it would destroy what is still to be read. Checked before any work."""
-    if output is None or not _is_regular(output):
-        return
-    same = [str(p) for p in inputs if p is not None and _is_regular(p) and os.path.samefile(output, p)]
-    if not same and stdin and _has_fd(sys.stdin):
-        stdin = os.fstat(sys.stdin.fileno())
-        if stat.S_ISREG(stdin.st_mode) and os.path.samestat(stdin, os.stat(output)):
-            same = ["standard input"]
-    if same:
-        raise Seq2SeqError(f"--output {output} is also an input ({same[0]}); write to another file")
-
-
 def _is_regular(path: Path) -> bool:
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
         return False
-
-
-def write_lines(lines: list[str], path: Path | None) -> None:
-    """All the lines at once, through the one output path (`LineWriter`)."""
-    with LineWriter(path) as writer:
-        writer.write(lines)
-
-
-class LineWriter:
-    """Lines out as they are ready, UTF-8 always (whatever encoding the terminal or PYTHONIOENCODING
-    gives stdout). A regular file (or a new one) fills `FILE.partial`, renamed to FILE once
-    everything is written: FILE is never half-written, and a run that fails keeps what it did in
-    FILE.partial. Anything else (a FIFO, a terminal, /dev/null, /dev/full) is written directly, as a
-    shell's `>` does: renaming over it would replace the device or FIFO with a file, and its reader
-    would get nothing. A link is followed: the file it names is written, the link kept."""
-
-    def __init__(self, path: Path | None):
-        self.path, self.written = path, 0
-        self.name = "standard output" if path is None else str(path)
-        self.target = self.partial = None  # a regular file's real path and its temporary beside it
-
-    def __enter__(self) -> "LineWriter":
-        if self.path is None:
-            self.stream = sys.stdout.buffer
-            sys.stdout.flush()
-            return self
-        try:
-            mode = os.stat(self.path).st_mode
-        except OSError:
-            mode = None  # a new file (a folder that does not exist says so when it is opened)
-        if mode is not None and stat.S_ISDIR(mode):
-            raise Seq2SeqError(f"cannot write {self.path}: it is a directory")
-        try:
-            if mode is None or stat.S_ISREG(mode):
-                self.target = Path(os.path.realpath(self.path))
-                self.partial = self.target.with_name(self.target.name + ".partial")
-                self.stream = open(self.partial, "wb")
-                if mode is not None:  # a private file stays private
-                    os.chmod(self.partial, stat.S_IMODE(mode))
-            else:
-                self.stream = open(self.path, "wb")
-        except OSError as e:
-            raise Seq2SeqError(f"cannot write {self.path}: {e.strerror}") from None
-        return self
-
-    def write(self, lines: list[str]) -> None:
-        try:
-            self.stream.write("".join(line + "\n" for line in lines).encode("utf-8"))
-            self.stream.flush()
-        except BrokenPipeError:
-            raise ReaderLeft from None
-        except OSError as e:
-            raise Seq2SeqError(f"cannot write {self.name}: {e.strerror}") from None
-        self.written += len(lines)
-
-    def __exit__(self, kind, error, trace) -> None:
-        if self.path is None:
-            return
-        if kind is not None:
-            _close_quietly(self.stream)  # what could not be written fails again: said already
-            self._keep_or_remove_partial()
-            return
-        try:
-            if self.partial is not None:  # on disk before the name says it is complete
-                os.fsync(self.stream.fileno())
-            self.stream.close()
-            if self.partial is not None:
-                os.replace(self.partial, self.target)
-        except BrokenPipeError:
-            raise ReaderLeft from None
-        except OSError as e:
-            _close_quietly(self.stream)
-            kept = f"; the lines are in {self.partial}" if self.partial is not None else ""
-            raise Seq2SeqError(f"cannot write {self.path}: {e.strerror}{kept}") from None
-
-    def _keep_or_remove_partial(self) -> None:
-        if self.partial is None:
-            return
-        if self.written == 0:
-            self.partial.unlink(missing_ok=True)
-        else:
-            from seq2seq.cli.display import warn
-
-            warn(f"the first {self.written} output lines are kept in {self.partial}")
-
-
-def _close_quietly(stream: BinaryIO) -> None:
-    with contextlib.suppress(OSError):
-        stream.close()
-
-
-def numbered(path: Path, number: int) -> Path:
-    """attention.png -> attention-3.png: one picture per input line."""
-    return path.with_name(f"{path.stem}-{number}{path.suffix}")

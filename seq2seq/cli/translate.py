@@ -8,16 +8,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.cli import display
-from seq2seq.cli.io import (
-    LineWriter,
-    arguments,
-    check_not_input,
-    count_lines,
-    line_groups,
-    numbered,
-    one_line,
-    stdin_is_terminal,
-)
+from seq2seq.cli.io import arguments, count_lines, line_groups, one_line, stdin_is_terminal
 from seq2seq.cli.options import (
     BATCH_SIZE,
     BEAM,
@@ -30,8 +21,10 @@ from seq2seq.cli.options import (
     check_precision,
     run_dir,
 )
+from seq2seq.cli.outputs import LineWriter, Outputs, numbered, write_file
 
 GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
+PAGE_MB = 50  # an --attention-html page past this many MB gets a notice: browsers grow slow to open it
 
 
 def translate(
@@ -57,7 +50,9 @@ def translate(
         None, "--attention-png", help="Draw all attention maps into FILE (several lines: FILE-<line>.png)."
     ),
     attention_html: Path | None = typer.Option(
-        None, "--attention-html", help="The attention explorer of every line as one offline HTML file."
+        None,
+        "--attention-html",
+        help=f"The attention explorer of every line as one offline HTML file (a notice past {PAGE_MB} MB).",
     ),
     layer: int | None = typer.Option(None, "--layer", help="Layer of the maps, from 1 [default: last]."),
     head: int | None = typer.Option(None, "--head", help="Head of the maps, from 1 [default: their mean]."),
@@ -67,7 +62,14 @@ def translate(
     from seq2seq.decoding.search import DecodeOptions, length_notices
     from seq2seq.training.checkpoint import load_run
 
-    views = Views(show_attention, attention_png, layer, head, attention_html, run_dir(run))
+    outputs = Outputs(input, run=run_dir(run), stdin=input is None and not text)
+    for flag, path in (
+        ("--output", output),
+        ("--attention-png", attention_png),
+        ("--attention-html", attention_html),
+    ):
+        outputs.claim(flag, path)
+    views = Views(show_attention, attention_png, layer, head, attention_html, run_dir(run), outputs)
     for name, value in (("--layer", layer), ("--head", head)):
         if value is not None and not (show_attention or attention_png):
             raise typer.BadParameter("goes with --show-attention or --attention-png", param_hint=name)
@@ -87,7 +89,6 @@ def translate(
     )
     options.check()
     check_precision(quantize, bf16)
-    check_not_input(output, input, stdin=input is None and not text)
     texts = arguments(text) if text else None
     live = texts is None and input is None and stdin_is_terminal()
     progress = output is not None and not live
@@ -149,7 +150,9 @@ class Views:
     """--show-attention draws each line's map on stderr at once; --attention-png writes FILE for a
     single line, FILE-<line>.png for each when there are several. Which of the two is known only
     when a second line (or the end) arrives, so the first picture waits. --attention-html writes
-    one explorer page holding every line, at the end."""
+    one explorer page holding every line, at the end; each line is kept as its JSON text meanwhile.
+    Every file goes through `outputs`, which has claimed FILE already and claims each FILE-<line>.png
+    before it is written."""
 
     def __init__(
         self,
@@ -157,17 +160,20 @@ class Views:
         path: Path | None,
         layer: int | None,
         head: int | None,
-        html: Path | None = None,
-        run: Path | None = None,
+        html: Path | None,
+        run: Path,
+        outputs: Outputs,
     ):
         self.heatmap, self.path, self.layer, self.head = heatmap, path, layer, head
-        self.html, self.run, self.pages = html, run, []
+        self.html, self.run, self.outputs = html, run, outputs
+        self.pages: list[str] = []
+        self.page_size, self.page_told = 0, False
         self.wanted = heatmap or path is not None or html is not None
         self.first, self.several = None, False
 
     def show(self, number: int, maps) -> None:
         if self.html is not None:
-            self.pages.append((number, maps))
+            self._keep_for_page(number, maps)
         if self.heatmap:
             display.attention_heatmap(maps, self.layer, self.head)
         if self.path is None:
@@ -177,21 +183,37 @@ class Views:
             return
         if not self.several:
             self.several = True
-            self._draw(self.first[1], numbered(self.path, self.first[0]))
-        self._draw(maps, numbered(self.path, number))
+            self._draw(*self.first)
+        self._draw(number, maps)
 
     def finish(self) -> None:
         if self.first is not None and not self.several:
-            self._draw(self.first[1], self.path)
+            self._draw(None, self.first[1])
         if self.html is not None:
-            from seq2seq.views.explorer import write_html
+            from seq2seq.views.explorer import page
 
-            write_html(self.pages, self.html, f"run {Path(self.run).name}")
+            write_file(page(self.pages, f"run {Path(self.run).name}").encode("utf-8"), self.html)
 
-    def _draw(self, maps, path: Path) -> None:
+    def _keep_for_page(self, number: int, maps) -> None:
+        from seq2seq.views.explorer import sentence_json
+
+        self.pages.append(sentence_json(maps, number))
+        self.page_size += len(self.pages[-1])
+        if self.page_size > PAGE_MB * 1e6 and not self.page_told:
+            self.page_told = True
+            display.warn(
+                f"--attention-html {self.html} passes {PAGE_MB} MB at line {number}: a browser may be slow "
+                "to open it; give fewer lines to keep it smaller"
+            )
+
+    def _draw(self, number: int | None, maps) -> None:
+        """Line `number`'s picture in FILE-<number>.png, or (None) the only line's in FILE."""
         from seq2seq.views import plots
 
-        plots.attention_png(maps, path, self.layer, self.head)
+        path = self.path
+        if number is not None:
+            path = self.outputs.claim("--attention-png", numbered(self.path, number))
+        write_file(plots.attention_png(maps, self.layer, self.head), path)
 
 
 def prompted_lines() -> Iterator[list[str]]:

@@ -3,18 +3,16 @@
 One page (explorer.html + explorer.css + explorer.js, shipped in this folder) serves both uses:
 - `seq2seq serve` returns it at `/`; with no maps inside, the page asks `POST /attention`;
 - `seq2seq translate --attention-html FILE` writes it with the CSS, the script and every line's
-  maps inlined: one offline file, no network, that a teacher can hand out. Several lines go into
-  that one file with a sentence selector (the script and styles are shared, and one file is what
-  gets handed around), rather than a file per line as --attention-png writes.
+  maps inlined (`sentence_json`; the CLI writes the file): one offline file, no network, that a
+  teacher can hand out. Several lines go into that one file with a sentence selector (the script
+  and styles are shared, and one file is what gets handed around), rather than a file per line as
+  --attention-png writes.
 """
 
 import json
 from importlib.resources import files
-from pathlib import Path
 
-from seq2seq.atomic import write_atomic
 from seq2seq.decoding.attention import KINDS, AttentionMaps
-from seq2seq.errors import Seq2SeqError
 
 DIGITS = 4  # weights are rounded: 1e-4 is finer than any shade the page can draw
 TITLE = "Attention explorer"
@@ -40,16 +38,22 @@ def maps_json(maps: AttentionMaps, line: int | None = None) -> dict:
     }
 
 
-def page(sentences: list[dict] | None = None, about: str = "") -> str:
+def sentence_json(maps: AttentionMaps, line: int | None = None) -> str:
+    """One sentence of an offline page as JSON text, "<" escaped so that no string in it can close
+    the script element that holds it. A page of many lines is built from these texts, which take
+    far less memory than the maps."""
+    return json.dumps(maps_json(maps, line), ensure_ascii=False).replace("<", "\\u003c")
+
+
+def page(sentences: list[str] | None = None, about: str = "") -> str:
     """The explorer page, self-contained: its CSS and script inlined, and, for a file, the
-    sentences (maps_json dicts) and a line `about` them. Without sentences it is the served page,
-    which asks the server."""
+    sentences (`sentence_json` texts) and a line `about` them. Without sentences it is the served
+    page, which asks the server."""
     html = _asset("explorer.html")
     data = ""
     if sentences is not None:
-        # "<" escaped: no string in the data can close the script element that holds it
-        text = json.dumps({"about": about, "sentences": sentences}, ensure_ascii=False)
-        text = text.replace("<", "\\u003c")
+        about_json = json.dumps(about, ensure_ascii=False).replace("<", "\\u003c")
+        text = f'{{"about": {about_json}, "sentences": [{", ".join(sentences)}]}}'
         data = f'<script type="application/json" id="maps-data">{text}</script>'
     for place, value in zip(
         PLACES,
@@ -63,15 +67,6 @@ def page(sentences: list[dict] | None = None, about: str = "") -> str:
     ):
         html = html.replace(place, value, 1)
     return html
-
-
-def write_html(sentences: list[tuple[int, AttentionMaps]], path: Path, about: str = "") -> None:
-    """One offline page holding every (line number, maps) given; written whole or not at all."""
-    text = page([maps_json(maps, line) for line, maps in sentences], about)
-    try:
-        write_atomic(Path(path), text.encode("utf-8"))
-    except OSError as e:
-        raise Seq2SeqError(f"cannot write {path}: {e.strerror}") from None
 
 
 def _asset(name: str) -> str:

@@ -28,9 +28,10 @@ def require() -> None:
         raise Seq2SeqError(f"pictures need matplotlib; install it with `{INSTALL_HINT}`")
 
 
-def attention_png(maps: AttentionMaps, path: Path, layer: int | None = None, head: int | None = None) -> None:
-    """Every attention kind of `maps` side by side, labelled with the pieces; positions a query
-    cannot see (exactly zero weight, e.g. the decoder's future) are left blank."""
+def attention_png(maps: AttentionMaps, layer: int | None = None, head: int | None = None) -> bytes:
+    """Every attention kind of `maps` side by side, labelled with the pieces, as a PNG file's bytes
+    (the caller writes them); positions a query cannot see (exactly zero weight, e.g. the
+    decoder's future) are left blank."""
     np, Figure = _matplotlib()
     kinds = [k for k in KINDS if k in maps.weights]
     widths = [len(maps.labels(k)[1]) for k in kinds]
@@ -50,7 +51,7 @@ def attention_png(maps: AttentionMaps, path: Path, layer: int | None = None, hea
         ax.set_ylabel(AXES[kind][0], fontsize=8)
     figure.colorbar(image, ax=list(axes), shrink=0.8, label="attention weight")
     figure.suptitle(f"{maps.source_text}\n→ {maps.translation}", fontsize=10)
-    _save(figure, path)
+    return _png(figure)
 
 
 def learning_curves(rows: list[dict], path: Path) -> None:
@@ -127,12 +128,16 @@ def _colormap():
     return matplotlib.colormaps["viridis"].with_extremes(bad="white")  # masked: cannot be seen
 
 
-def _save(figure, path: Path) -> None:
-    """Render in memory, then write atomically: a failed picture leaves no half-written file."""
+def _png(figure) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def _save(figure, path: Path) -> None:
+    """Render in memory, then write atomically: a failed picture leaves no half-written file."""
     try:
-        write_atomic(Path(path), buffer.getvalue())
+        write_atomic(Path(path), _png(figure))
     except OSError as e:
         raise Seq2SeqError(f"cannot write {path}: {e.strerror}") from None
 
