@@ -6,8 +6,8 @@ import shutil
 import pytest
 
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training.config import TrainConfig
-from seq2seq.training.resume import check_typed_options, stored_train_config
+from seq2seq.training.config import OLDER_RECIPES, REMOVED
+from seq2seq.training.resume import check_typed_options, stored_languages, stored_train_config
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import EN, tiny_model, write_multi30k, write_run
 
@@ -92,12 +92,7 @@ def test_train_again_resumes(trained, tmp_path):
         (["--vocab-size", "99"], "was started with --vocab-size 60"),
         (["--subword-alpha", "0.2"], "was started with --subword-alpha 0.3"),
         (["--label-smoothing", "0.2"], "was started with --label-smoothing 0.1"),
-        (["--source-word-dropout", "0.1"], "was started with --source-word-dropout 0.0"),
-        (["--target-word-dropout", "0.1"], "was started with --target-word-dropout 0.0"),
         (["--weight-decay", "0.01"], "was started with --weight-decay 0.1"),
-        (["--r-drop", "5"], "was started with --r-drop 0.0"),
-        (["--concat", "0.5"], "was started with --concat 0.0"),
-        (["--bidirectional", "2"], "was started with --bidirectional 0"),
         (["--decay", "rsqrt"], "was started with --decay none"),
     ],
 )
@@ -113,12 +108,12 @@ def test_recipe_options_reach_the_run_s_config(cli, tmp_path):
     """What `train` was told is what config.json records (and so what training and a resume use)."""
     data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
     result = cli(
-        *TRAIN, "--max-steps", "1", "--weight-decay", "0.3", "--r-drop", "5", "--concat", "0.5",
+        *TRAIN, "--max-steps", "1", "--weight-decay", "0.3", "--late-dropout", "0.2",
         "--decay", "rsqrt", "--data-dir", data, "--run", tmp_path / "run",
     )  # fmt: skip
     assert result.code == 0, result.err
     recipe = json.loads((tmp_path / "run" / "config.json").read_text())["train"]
-    assert (recipe["weight_decay"], recipe["r_drop"], recipe["concat"]) == (0.3, 5.0, 0.5)
+    assert (recipe["weight_decay"], recipe["late_dropout"]) == (0.3, 0.2)
     assert recipe["decay"] == "rsqrt"  # over the default's none
 
 
@@ -165,17 +160,36 @@ def test_a_run_from_before_the_gated_preset_is_refused_naming_what_changed(train
 
 
 @pytest.mark.parametrize(
-    "field,before", [("subword_alpha", 0.0), ("decay", "rsqrt"), ("cooldown", 0.0), ("weight_decay", 0.01)]
-)  # sampling, the decay to zero, weight decay 0.1: each became the default after runs trained without it
-def test_a_run_written_before_a_recipe_field_resumes_as_it_trained(trained, tmp_path, field, before):
-    """Its config lacks the field: it trained with the value before it, whatever today's default is."""
+    "edit,why",
+    [
+        (lambda train: train.pop("weight_decay"), "its 'train' section has no weight_decay"),
+        (lambda train: train.update(r_drop=5.0), "trained with r_drop 5.0"),
+        (lambda train: train.update(sample_by_epoch=False), "trained with sample_by_epoch False"),
+    ],
+)
+def test_a_run_of_an_older_recipe_is_refused_naming_the_commit_that_trains_it(trained, tmp_path, edit, why):
+    """A run written before one of today's fields, or with a lever since removed, is not emulated;
+    its languages still serve and export it."""
     _, run, _ = trained
     copy = tmp_path / "run"
     shutil.copytree(run, copy)
     sections = json.loads((copy / "config.json").read_text())
-    assert sections["train"].pop(field) == getattr(TrainConfig(), field) != before
+    edit(sections["train"])
     (copy / "config.json").write_text(json.dumps(sections))
-    assert getattr(stored_train_config(copy), field) == before
+    message = rf"is a run of an older recipe \({why}\); seq2seq at commit {OLDER_RECIPES} trains"
+    with pytest.raises(Seq2SeqError, match=message):
+        stored_train_config(copy)
+    assert stored_languages(copy) == ("multi30k", "en", "fr")
+
+
+def test_a_removed_lever_at_the_value_that_trains_as_today_is_no_older_recipe(trained, tmp_path):
+    _, run, _ = trained
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    sections = json.loads((copy / "config.json").read_text())
+    sections["train"].update(REMOVED)  # a run from before the removal that left the levers off
+    (copy / "config.json").write_text(json.dumps(sections))
+    assert stored_train_config(copy) == stored_train_config(run)
 
 
 def test_a_hand_edited_decay_is_refused_naming_the_file(trained, tmp_path):

@@ -196,14 +196,7 @@ ALTERED = {  # what is changed -> (the change, the command that reads it, a word
         RESUME,
         "late_dropout must be between",
     ),
-    "train target sampling by the step": (
-        edits(
-            edit_config("train", "target_subword_alpha", 0.3),
-            edit_config("train", "sample_by_epoch", False),
-        ),
-        RESUME,
-        "target_subword_alpha needs sample_by_epoch",
-    ),
+    "train r_drop on": (edit_config("train", "r_drop", 1.0), RESUME, "is a run of an older recipe"),
     "weights int32": (edit_tensors(ckpt.BEST, lying_dtype), TRANSLATE, "torch.int32, not torch.float32"),
     "weights NaN": (edit_tensors(ckpt.BEST, nan_weights), TRANSLATE, "NaN or infinite"),
     "state step a string": (edit_tensors(ckpt.LAST, state_json("step", "4")), RESUME, "step is not a number"),

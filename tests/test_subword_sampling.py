@@ -1,5 +1,5 @@
-"""Subword regularization: source segmentations sampled by the epoch (per step for runs from
-before), lossless, reproducible by seed whatever draws them, kept in the run, and resumable exactly."""
+"""Subword regularization: source segmentations sampled by the epoch, lossless, reproducible by seed
+whatever draws them, kept in the run, and resumable exactly."""
 
 import os
 import subprocess
@@ -13,9 +13,8 @@ from safetensors.torch import load_file
 
 from seq2seq.data.batch import token_batches
 from seq2seq.data.sampling import KEPT, SampledPairs
-from seq2seq.data.special import UNK_ID
 from seq2seq.training.checkpoint import LAST
-from seq2seq.training.config import ADDED_SINCE, TrainConfig
+from seq2seq.training.config import TrainConfig
 from seq2seq.training.train import train
 from tests.conftest import EN, caption_tokenizer
 from tests.test_tokenized import build, tsv_corpus
@@ -64,19 +63,10 @@ def reversal(tmp_path, **changes) -> TrainConfig:
     return replace(config, **changes)
 
 
-# by_epoch False: how runs from before it sampled; a target alpha: the targets sampled too (with the
-# sources' stored pieces at a source alpha of 0)
-SAMPLINGS = [(True, 0.1, 0.0), (False, 0.1, 0.0), (True, 0.1, 0.1), (True, 0.0, 0.1)]
-
-
-@pytest.mark.parametrize(("by_epoch", "alpha", "target_alpha"), SAMPLINGS)
-def test_sampling_changes_training_and_a_resumed_run_draws_the_same(tmp_path, by_epoch, alpha, target_alpha):
+def test_sampling_changes_training_and_a_resumed_run_draws_the_same(tmp_path):
     model_cfg = replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.0)
-    config = reversal(
-        tmp_path, subword_alpha=alpha, target_subword_alpha=target_alpha, average=0, sample_by_epoch=by_epoch
-    )
-    unsampled = {"target_subword_alpha": 0.0} if target_alpha else {"subword_alpha": 0.0}  # what is tested
-    assert_resumes_the_same_and_changes_training(tmp_path, config, model_cfg, unsampled)
+    config = reversal(tmp_path, subword_alpha=0.1, average=0)
+    assert_resumes_the_same_and_changes_training(tmp_path, config, model_cfg, {"subword_alpha": 0.0})
 
 
 def assert_resumes_the_same_and_changes_training(tmp_path, config, model_cfg, without: dict) -> None:
@@ -117,59 +107,12 @@ def test_an_epochs_sampled_sources_spell_the_text_follow_the_seed_and_set_the_le
     assert epoch.rows([5, 2])[0] == [src[5], src[2]]
 
 
-@pytest.mark.parametrize("alpha", [0.1, 0.0])  # 0: the stored sources beside sampled targets
-def test_sampled_targets_spell_their_text_follow_the_seed_and_set_the_lengths(tmp_path, monkeypatch, alpha):
-    tokenizer, stored = sampled_corpus(tmp_path)
-    monkeypatch.setattr("seq2seq.data.sampling.CHUNK", 7)
-    everything = range(len(stored))
-    stored_src, stored_tgt = stored.rows(everything)
-    epoch = SampledPairs(stored, tokenizer, alpha, seed=1, epoch=0, target_alpha=0.1)
-    src, tgt = epoch.rows(everything)
-    assert tokenizer.decode(tgt) == tokenizer.decode(stored_tgt) and tgt != stored_tgt
-    assert (src == stored_src) == (alpha == 0)
-    assert epoch.lengths.tolist() == [max(len(s), len(t)) + 1 for s, t in zip(src, tgt, strict=True)]
-    assert [a.tolist() for a in epoch.side_lengths()] == [list(map(len, src)), list(map(len, tgt))]
-    assert epoch.rows([5, 2]) == ([src[5], src[2]], [tgt[5], tgt[2]])
-    again, later = (SampledPairs(stored, tokenizer, alpha, seed=1, epoch=e, target_alpha=0.1) for e in (0, 1))
-    assert again.rows(everything) == (src, tgt) and later.rows(everything)[1] != tgt
-
-
-def test_a_target_keeps_its_stored_pieces_where_a_draw_would_be_cut_or_spell_an_unknown_piece(tmp_path):
-    tokenizer = caption_tokenizer(tmp_path / "tok.model")
-    pairs = [(caption, f"une phrase {i % 7} " + "☃" * (i % 2)) for i, caption in enumerate(CAPTIONS)]
-    stored = build(tmp_path / "run", tsv_corpus(tmp_path / "corpus", pairs), tokenizer)
-    everything = range(len(stored))
-    _, stored_tgt = stored.rows(everything)
-    unknown = [UNK_ID in t for t in stored_tgt]
-    assert any(unknown) and not all(unknown)  # the snowman is not in the test tokenizer's vocabulary
-
-    def targets(**limit) -> list[list[int]]:
-        drawn = SampledPairs(stored, tokenizer, 0.1, seed=1, epoch=0, target_alpha=0.1, **limit)
-        return drawn.rows(everything)[1]
-
-    free, limit = targets(), int(np.median([len(t) for t in stored_tgt]))  # below some draws
-    assert any(len(f) > limit for f in free)  # else the limit below tests nothing
-    held = targets(target_limit=limit)
-    for f, h, t, unk in zip(free, held, stored_tgt, unknown, strict=True):
-        assert h == (t if unk or len(f) > limit else f)
-    assert any(h != t for h, t in zip(held, stored_tgt, strict=True))
-
-
-def test_a_target_alpha_is_refused_where_sources_are_sampled_per_step(tmp_path):
-    with pytest.raises(ValueError, match="target_subword_alpha needs sample_by_epoch"):
-        reversal(tmp_path, target_subword_alpha=0.1, sample_by_epoch=False)
-
-
-@pytest.mark.parametrize("target_alpha", [0.0, 0.1])
 @pytest.mark.parametrize("workers", [2, 3])
-def test_worker_processes_draw_what_one_process_draws(tmp_path, monkeypatch, workers, target_alpha):
+def test_worker_processes_draw_what_one_process_draws(tmp_path, monkeypatch, workers):
     tokenizer, stored = sampled_corpus(tmp_path)
     monkeypatch.setattr("seq2seq.data.sampling.CHUNK", 7)  # many chunks, a short last one
-    drawn = [
-        SampledPairs(stored, tokenizer, 0.1, seed=1, epoch=0, workers=n, target_alpha=target_alpha)
-        for n in (1, workers)
-    ]
-    for name in ("flat", "offsets", "lengths") + (("tgt_flat", "tgt_offsets") if target_alpha else ()):
+    drawn = [SampledPairs(stored, tokenizer, 0.1, seed=1, epoch=0, workers=n) for n in (1, workers)]
+    for name in ("flat", "offsets", "lengths"):
         np.testing.assert_array_equal(getattr(drawn[0], name), getattr(drawn[1], name))
     everything = range(len(stored))
     assert drawn[0].rows(everything) == drawn[1].rows(everything)
@@ -189,27 +132,24 @@ def test_batches_cut_by_the_sampled_lengths_pad_the_sources_less(tmp_path):
     assert np.all(epoch.lengths >= 2)
 
 
-@pytest.mark.parametrize("by_epoch", [True, False])
-def test_the_loop_draws_an_epochs_sources_at_its_start_or_per_step_as_before(tmp_path, monkeypatch, by_epoch):
+def test_the_loop_draws_an_epochs_sources_at_its_start(tmp_path, monkeypatch):
     drawn = []
     original = SampledPairs.__init__
 
-    def spy(self, pairs, tokenizer, alpha, seed, epoch, kept, workers, target_alpha, target_limit):
+    def spy(self, pairs, tokenizer, alpha, seed, epoch, kept, workers):
         drawn.append(epoch)
         assert kept == tmp_path / "run" / KEPT  # a resumed run reads the epoch's draw back
         assert workers == (os.cpu_count() or 1)  # one training process: every core draws
-        original(self, pairs, tokenizer, alpha, seed, epoch, kept, workers, target_alpha, target_limit)
+        original(self, pairs, tokenizer, alpha, seed, epoch, kept, workers)
 
     monkeypatch.setattr(SampledPairs, "__init__", spy)
-    config = reversal(tmp_path, subword_alpha=0.1, average=0, epochs=2, sample_by_epoch=by_epoch)
+    config = reversal(tmp_path, subword_alpha=0.1, average=0, epochs=2)
     train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
-    assert drawn == ([0, 1] if by_epoch else [])
-    assert ADDED_SINCE["sample_by_epoch"] is False  # a run from before resumes as it trained
+    assert drawn == [0, 1]
 
 
 @pytest.mark.parametrize("alpha", [0.1, 0.0])  # the epoch's draw, or the stored segmentation
-@pytest.mark.parametrize("order_by_sides", [True, False])
-def test_the_loop_orders_ties_by_the_sides_of_what_it_batches(tmp_path, monkeypatch, alpha, order_by_sides):
+def test_the_loop_orders_ties_by_the_sides_of_what_it_batches(tmp_path, monkeypatch, alpha):
     seen = []
 
     def spy(lengths, max_tokens, seed, epoch, then_by=()):
@@ -218,15 +158,10 @@ def test_the_loop_orders_ties_by_the_sides_of_what_it_batches(tmp_path, monkeypa
         return token_batches(lengths, max_tokens, seed, epoch, then_by)
 
     monkeypatch.setattr("seq2seq.training.loop.token_batches", spy)
-    config = reversal(tmp_path, subword_alpha=alpha, average=0, epochs=1, order_by_sides=order_by_sides)
+    config = reversal(tmp_path, subword_alpha=alpha, average=0, epochs=1)
     train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
-    ((lengths, then_by),) = seen
-    if order_by_sides:
-        src, tgt = then_by
-        assert np.array_equal(np.maximum(src, tgt) + 1, lengths)  # the sides of these very lengths
-    else:
-        assert then_by == ()
-    assert ADDED_SINCE["order_by_sides"] is False  # a run from before resumes with its batches
+    ((lengths, (src, tgt)),) = seen
+    assert np.array_equal(np.maximum(src, tgt) + 1, lengths)  # the sides of these very lengths
 
 
 def test_the_epochs_draw_is_kept_and_read_back_only_when_it_is_that_draw(tmp_path, monkeypatch):
@@ -247,9 +182,3 @@ def test_the_epochs_draw_is_kept_and_read_back_only_when_it_is_that_draw(tmp_pat
     assert len(calls) == 2 and torn.rows(everything)[0] == other.rows(everything)[0]
     read_back = SampledPairs(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept)
     assert len(calls) == 2 and read_back.rows([3])[0] == [other.rows(everything)[0][3]]  # kept again
-    with_targets = SampledPairs(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept, target_alpha=0.1)
-    assert len(calls) == 4  # a source-only draw is not this one: both sides drawn
-    assert with_targets.rows(everything)[0] == other.rows(everything)[0]  # the sources' draw as before
-    again = SampledPairs(stored, tokenizer, alpha=0.1, seed=1, epoch=1, kept=kept, target_alpha=0.1)
-    assert len(calls) == 4 and again.rows(everything) == with_targets.rows(everything)
-    assert again.lengths.tolist() == with_targets.lengths.tolist()

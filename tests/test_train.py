@@ -83,7 +83,6 @@ def test_resumed_training_equals_uninterrupted(tmp_path, model_cfg):
     config = TrainConfig(  # late dropout's ramp from epoch 0.5: the resumed run starts mid-ramp
         corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=5, device="cpu",
         bf16=False, late_dropout=0.3, late_dropout_from=0.5, late_dropout_over=1.0,
-        source_word_dropout=0.2,  # its masks must resume too
         weight_decay=0.05,  # resumed from the optimizer's state
         cooldown=0.0,  # a rate that ignores the budget: the first invocation's is 5 steps, not 12
     )  # fmt: skip

@@ -57,7 +57,7 @@ def evaluate(
     from seq2seq.evaluate import TESTS, compare
     from seq2seq.evaluate import evaluate as evaluate_pairs
     from seq2seq.training.checkpoint import load_run
-    from seq2seq.training.resume import stored_train_config
+    from seq2seq.training.resume import stored_languages
 
     run = run_dir(run)
 
@@ -78,9 +78,9 @@ def evaluate(
             raise Seq2SeqError(f"{source} has {len(sources)} lines but {reference} has {len(references)}")
         pairs, what = list(zip(sources, references, strict=True)), f"{source}"
     else:
-        cfg = stored_train_config(run)
-        pairs = load_pairs(cfg.corpus, split, cfg.src, cfg.tgt, data_dir)
-        what = f"{cfg.corpus} {split} {cfg.src}->{cfg.tgt}"
+        corpus, src, tgt = stored_languages(run)
+        pairs = load_pairs(corpus, split, src, tgt, data_dir)
+        what = f"{corpus} {split} {src}->{tgt}"
     baseline_lines = read_lines(baseline) if baseline is not None else None
     if baseline_lines is not None and len(baseline_lines) != len(pairs):
         raise Seq2SeqError(f"{baseline} has {len(baseline_lines)} lines but the test set has {len(pairs)}")

@@ -139,34 +139,6 @@ def train(
         "subword_alpha",
         "Sample source segmentations each epoch, P(x)^alpha (subword regularization; 0: off).",
     ),
-    target_subword_alpha: float = recipe_option(
-        "target_subword_alpha",
-        "Sample target segmentations each epoch too, P(x)^alpha (0: off).",
-    ),
-    source_word_dropout: float = recipe_option(
-        "source_word_dropout",
-        "Word dropout: each source piece of a training batch becomes <unk> with this probability (0: off).",
-    ),
-    target_word_dropout: float = recipe_option(
-        "target_word_dropout",
-        "Word dropout on the decoder's input: each target piece it reads in training becomes <unk> "
-        "with this probability; what it predicts stays whole (0: off).",
-    ),
-    r_drop: float = recipe_option(
-        "r_drop",
-        "R-Drop's alpha: each batch goes through the model twice, and the KL between the two "
-        "passes joins the loss (0: off; a step costs about two).",
-    ),
-    concat: float = recipe_option(
-        "concat",
-        "Concatenation augmentation: this share of each epoch's pairs is joined two by two with "
-        "random partners, each pair still seen once an epoch (0: off).",
-    ),
-    bidirectional: int = recipe_option(
-        "bidirectional",
-        "Bidirectional training: the first N epochs also train on every pair reversed "
-        "(target to source), each such epoch about twice the steps (0: off).",
-    ),
     vocab_size: int = typer.Option(
         RECIPE.vocab_size, min=8, help="Vocabulary size, if the run has no tokenizer."
     ),
@@ -213,12 +185,6 @@ def train(
             label_smoothing=label_smoothing,
             weight_decay=weight_decay,
             subword_alpha=subword_alpha,
-            target_subword_alpha=target_subword_alpha,
-            source_word_dropout=source_word_dropout,
-            target_word_dropout=target_word_dropout,
-            r_drop=r_drop,
-            concat=concat,
-            bidirectional=bidirectional,
             late_dropout=late_dropout,
             late_dropout_from=late_dropout_from,
             late_dropout_over=late_dropout_over,

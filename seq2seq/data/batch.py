@@ -5,13 +5,13 @@ Shapes: B sentences, S source length, T target length.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
 
 
 @dataclass
@@ -39,36 +39,6 @@ def collate(src_ids: list[list[int]], tgt_ids: list[list[int]], max_len: int) ->
     return Batch(src, tgt_in, tgt_out, int((tgt_out != PAD_ID).sum()))
 
 
-def blank_source_pieces(batch: Batch, p: float) -> Batch:
-    """Word dropout on the source (Marian's --dropout-src; Sennrich and Zhang 2019 found it among
-    the levers that matter for a small corpus): each source piece becomes UNK with probability p,
-    so the model learns to translate around a word it cannot read, as it must around a rare one
-    at test time. EOS and padding stay; the lengths do not change. The mask comes from PyTorch's
-    generator, which a run seeds and saves, so a resumed run draws what the unbroken one would;
-    p = 0 draws nothing, leaving every later random number (dropout's) as it was."""
-    if p <= 0:
-        return batch
-    return replace(batch, src=_blanked(batch.src, EOS_ID, p))
-
-
-def blank_target_inputs(batch: Batch, p: float) -> Batch:
-    """Word dropout on what the decoder reads (Marian's --dropout-trg): each target piece it is
-    fed becomes UNK with probability p, while what it must predict stays whole. A decoder that
-    cannot lean on its own previous words must read the source more, the remedy for omissions
-    (a clause the source has and the translation leaves out). BOS and padding stay; the same
-    generator as the source's, drawn after it; p = 0 draws nothing."""
-    if p <= 0:
-        return batch
-    return replace(batch, tgt_in=_blanked(batch.tgt_in, BOS_ID, p))
-
-
-def _blanked(ids: Tensor, marker: int, p: float) -> Tensor:
-    """`ids` (B, L) with each piece other than padding and `marker` (EOS or BOS) UNK with
-    probability p."""
-    readable = (ids != PAD_ID) & (ids != marker)  # (B, L)
-    return ids.masked_fill(readable & (torch.rand(ids.shape, device=ids.device) < p), UNK_ID)
-
-
 def pad(rows: list[list[int]]) -> Tensor:
     """Right-pad id lists into (B, longest) with PAD_ID."""
     out = torch.full((len(rows), max(map(len, rows))), PAD_ID, dtype=torch.long)
@@ -85,21 +55,6 @@ def pair_lengths(src_ids: list[list[int]], tgt_ids: list[list[int]]) -> list[int
 def batching_lengths(src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> np.ndarray:
     """(N,) `pair_lengths` from the (N,) lengths of each side, for pairs read as arrays."""
     return np.maximum(src_lengths, tgt_lengths) + 1
-
-
-class SideLengths:
-    """Pairs made from other pairs (joined, reversed), known by their sides' (N,) lengths: what
-    `token_batches` cuts them by (`lengths`) and orders them by (`side_lengths()`)."""
-
-    def __init__(self, src_lengths: np.ndarray, tgt_lengths: np.ndarray):
-        self.src_lengths, self.tgt_lengths = src_lengths, tgt_lengths
-        self.lengths = batching_lengths(src_lengths, tgt_lengths)
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def side_lengths(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.src_lengths, self.tgt_lengths
 
 
 def token_batches(

@@ -1,6 +1,5 @@
-"""Subword regularization by the epoch: every source segmentation of an epoch (and, with a target
-alpha, every target segmentation) is drawn at its start, so that its batches are cut by the lengths
-they will have.
+"""Subword regularization by the epoch: every source segmentation of an epoch is drawn at its start,
+so that its batches are cut by the lengths they will have.
 
 Why not batch by batch: batches were cut by the stored (most likely) segmentation's lengths, while
 a sampled one is longer (1.12x the pieces at alpha 0.3) and varies from pair to pair, so the longest
@@ -8,12 +7,7 @@ source of a batch set its padding. On Multi30k en->fr one epoch's sources filled
 496,160 pieces (44% padding); cut by the sampled lengths, 543,791 (10%). Each pair is still seen
 once an epoch in a segmentation drawn for it, as before.
 
-Targets are sampled from their stored pieces' text (SentencePiece's decode of the most likely
-segmentation gives the normalized text back, which encodes to the same pieces: all 28,999 Multi30k
-en->fr targets do), so the stored set needs no target text column. Two kinds of target keep their
-stored pieces: one with an unknown piece (its text decodes to " ⁇ ", which encodes to other pieces),
-and one whose draw is longer than the model's positions allow (cut, it would teach an early end;
-a cut source only loses input). A source alpha of 0 with a target alpha keeps the stored sources.
+Targets keep their stored (most likely) pieces.
 
 The draw costs about 34 us a source (one thread: SentencePiece's threads draw in no fixed order),
 a second for Multi30k but a minute or two for a 2M-pair corpus. So a corpus of several `CHUNK`s is
@@ -29,13 +23,11 @@ import multiprocessing
 import zipfile
 from itertools import chain
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
 from seq2seq.atomic import write_with
 from seq2seq.data.batch import batching_lengths
-from seq2seq.data.special import UNK_ID
 from seq2seq.data.tokenized import TokenizedPairs, load
 from seq2seq.data.tokenizer import Tokenizer
 
@@ -44,8 +36,8 @@ KEPT = "sampled.npz"  # in the run directory: the current epoch's draw
 
 
 class SampledPairs:
-    """One epoch's pieces, drawn from (seed, epoch): the sources sampled at `alpha`, the targets at
-    `target_alpha` (0: the stored pieces of that side)."""
+    """One epoch's pieces, drawn from (seed, epoch): the sources sampled at `alpha`, the targets
+    as stored."""
 
     def __init__(
         self,
@@ -56,18 +48,13 @@ class SampledPairs:
         epoch: int,
         kept: Path | None = None,
         workers: int = 1,
-        target_alpha: float = 0.0,
-        target_limit: int = 1 << 30,
     ):
         """`kept`: where the draw is read back from, if it is this one, or else written to;
-        `workers`: processes that draw the chunks (1: this one); `target_limit`: the most pieces a
-        sampled target may have (the stored set's filter already holds its own to it)."""
-        self.pairs = pairs
-        self.how = Sampling(alpha, target_alpha, target_limit)
+        `workers`: processes that draw the chunks (1: this one)."""
+        self.pairs, self.alpha = pairs, alpha
         # what decides the draw: the stored set (its folder names its corpus and tokenizer), the
-        # alphas, the seed and the epoch (a source-only draw keeps the key it had before targets were)
+        # alpha, the seed and the epoch
         key = f"{pairs.folder.name} {len(pairs)} {alpha!r} {seed} {epoch}"
-        key += f" target {target_alpha!r} {target_limit}" if target_alpha > 0 else ""
         if kept is not None and self._read(kept, key):
             return
         self._draw(tokenizer, seed, epoch, workers)
@@ -86,21 +73,17 @@ class SampledPairs:
             context = multiprocessing.get_context(_START_METHOD)
             if _START_METHOD == "forkserver":  # the server imports once what every worker needs
                 context.set_forkserver_preload([__name__, "datasets"])
-            opened_by_path = (str(pairs.folder), str(tokenizer.path), self.how)
+            opened_by_path = (str(pairs.folder), str(tokenizer.path), self.alpha)
             with context.Pool(workers, _adopt, opened_by_path) as pool:
                 drawn = pool.map(_draw_adopted, chunks)  # in the chunks' order
         else:
-            drawn = [draw_chunk(pairs, tokenizer, self.how, *chunk) for chunk in chunks]
-        # per side drawn: (pieces,) end to end and (N + 1,) where each pair's pieces begin
-        self.flat, self.offsets = _joined([src for src, _ in drawn])
-        if self.how.target_alpha > 0:
-            self.tgt_flat, self.tgt_offsets = _joined([tgt for _, tgt in drawn])
+            drawn = [draw_chunk(pairs, tokenizer, self.alpha, *chunk) for chunk in chunks]
+        # the sources' (pieces,) end to end and (N + 1,) where each pair's pieces begin
+        self.flat, self.offsets = _joined(drawn)
         self.lengths = batching_lengths(*self.side_lengths())  # (N,) as the stored one
 
     def _write(self, path: Path, key: str) -> None:
         arrays = {"flat": self.flat, "offsets": self.offsets, "lengths": self.lengths}
-        if self.how.target_alpha > 0:
-            arrays |= {"tgt_flat": self.tgt_flat, "tgt_offsets": self.tgt_offsets}
         with open(path, "wb") as f:  # a file object: np.savez would add ".npz" to a name
             np.savez(f, key=np.array(key), **arrays)
 
@@ -111,57 +94,29 @@ class SampledPairs:
                 if str(kept["key"]) != key:
                     return False
                 self.flat, self.offsets, self.lengths = kept["flat"], kept["offsets"], kept["lengths"]
-                if self.how.target_alpha > 0:
-                    self.tgt_flat, self.tgt_offsets = kept["tgt_flat"], kept["tgt_offsets"]
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             return False
-        n = len(self.pairs)
-        whole = len(self.lengths) == n == len(self.offsets) - 1
-        return whole and (self.how.target_alpha <= 0 or len(self.tgt_offsets) == n + 1)
+        return len(self.lengths) == len(self.pairs) == len(self.offsets) - 1
 
     def side_lengths(self) -> tuple[np.ndarray, np.ndarray]:
-        """(N,) source and (N,) target lengths, in ids, each side's as drawn or stored."""
-        tgt = np.diff(self.tgt_offsets) if self.how.target_alpha > 0 else self.pairs.target_lengths()
-        return np.diff(self.offsets), tgt
+        """(N,) source lengths as drawn and (N,) target lengths as stored, in ids."""
+        return np.diff(self.offsets), self.pairs.target_lengths()
 
     def rows(self, indices) -> tuple[list[list[int]], list[list[int]]]:
-        """The pieces of these pairs, each side's as drawn or stored, as `TokenizedPairs.rows`."""
-        src = _pieces(self.flat, self.offsets, indices)
-        if self.how.target_alpha > 0:
-            return src, _pieces(self.tgt_flat, self.tgt_offsets, indices)
+        """The pieces of these pairs, the sources as drawn, as `TokenizedPairs.rows`."""
         (tgt,) = self.pairs.columns(indices, "tgt_ids")
-        return src, tgt
-
-
-class Sampling(NamedTuple):
-    alpha: float  # the sources' (0: the stored pieces)
-    target_alpha: float  # the targets' (0: the stored pieces)
-    target_limit: int  # a longer target draw keeps the stored pieces
+        return _pieces(self.flat, self.offsets, indices), tgt
 
 
 Drawn = tuple[np.ndarray, np.ndarray]  # (n,) piece counts and (sum of counts,) pieces of n rows
 
 
 def draw_chunk(
-    pairs: TokenizedPairs, tokenizer: Tokenizer, how: Sampling, start: int, stop: int, draw: int
-) -> tuple[Drawn, Drawn | None]:
-    """The sources of rows start .. stop sampled with seed `draw` (stored ones at alpha 0), and their
-    targets, sampled with a seed of their own from their text (but for those the module's docstring
-    names), or None at a target alpha of 0."""
-    alpha, target_alpha, target_limit = how
-    rows = range(start, stop)
-    if alpha > 0:
-        (texts,) = pairs.columns(rows, "src")
-        src = _flattened(tokenizer.sample(texts, alpha, draw))
-    else:
-        src = _flattened(pairs.columns(rows, "src_ids")[0])
-    if target_alpha <= 0:
-        return src, None
-    (stored,) = pairs.columns(rows, "tgt_ids")
-    target_draw = (draw + 0x9E3779B9) % 2**32  # not the sources' draw: the two sides' choices independent
-    sampled = tokenizer.sample(tokenizer.decode(stored), target_alpha, target_draw)
-    drawn = zip(sampled, stored, strict=True)
-    return src, _flattened([s if len(s) <= target_limit and UNK_ID not in t else t for s, t in drawn])
+    pairs: TokenizedPairs, tokenizer: Tokenizer, alpha: float, start: int, stop: int, draw: int
+) -> Drawn:
+    """The sources of rows start .. stop sampled at `alpha` with seed `draw`."""
+    (texts,) = pairs.columns(range(start, stop), "src")
+    return _flattened(tokenizer.sample(texts, alpha, draw))
 
 
 def _flattened(ids: list[list[int]]) -> Drawn:
@@ -183,13 +138,13 @@ def _pieces(flat: np.ndarray, offsets: np.ndarray, indices) -> list[list[int]]:
 
 # a fork server where there is one (Linux, macOS), else fresh interpreters (Windows)
 _START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-_adopted: tuple = ()  # in a worker process: (pairs, tokenizer, how)
+_adopted: tuple = ()  # in a worker process: (pairs, tokenizer, alpha)
 
 
-def _adopt(folder: str, tokenizer_path: str, how: Sampling) -> None:
+def _adopt(folder: str, tokenizer_path: str, alpha: float) -> None:
     global _adopted
-    _adopted = (load(folder), Tokenizer(tokenizer_path), how)
+    _adopted = (load(folder), Tokenizer(tokenizer_path), alpha)
 
 
-def _draw_adopted(chunk: tuple[int, int, int]) -> tuple[Drawn, Drawn | None]:
+def _draw_adopted(chunk: tuple[int, int, int]) -> Drawn:
     return draw_chunk(*_adopted, *chunk)

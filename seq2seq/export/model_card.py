@@ -5,7 +5,7 @@ from pathlib import Path
 
 from seq2seq.evaluate import score
 from seq2seq.training import checkpoint as ckpt
-from seq2seq.training.resume import stored_train_config
+from seq2seq.training.resume import stored_languages
 
 CARD = """---
 language:
@@ -67,11 +67,11 @@ pass `ignore_mismatched_sizes=True`: it would load them into an ungated block an
 
 def model_card(run_dir: Path, model, hf) -> str:
     """The card's text for the run at `run_dir` (its `model`) exported as the transformers model `hf`."""
-    train, cfg = stored_train_config(run_dir), model.cfg
+    (corpus, src, tgt), cfg = stored_languages(run_dir), model.cfg
     return CARD.format(
-        src=train.src,
-        tgt=train.tgt,
-        corpus=train.corpus,
+        src=src,
+        tgt=tgt,
+        corpus=corpus,
         hf_class=type(hf).__name__,
         model_type=hf.config.model_type,
         norm="pre-LN, a final LayerNorm on each stack" if cfg.norm_first else "post-LN (Add & Norm)",

@@ -8,7 +8,7 @@ from pathlib import Path
 from seq2seq.data.corpus import corpus_name
 from seq2seq.errors import Seq2SeqError
 from seq2seq.training.checkpoint import best_score
-from seq2seq.training.resume import stored_train_config
+from seq2seq.training.resume import stored_languages
 
 INSTALL_HINT = 'pip install -e ".[serve]"'
 NEEDS = ("fastapi", "uvicorn")
@@ -23,13 +23,13 @@ def require() -> None:
 
 def run_info(run: Path, model, tokenizer) -> dict:
     """The run as a client sees it: architecture, languages, shape, vocabulary, validation BLEU."""
-    train, bleu = stored_train_config(run), best_score(run)
+    (corpus, src, tgt), bleu = stored_languages(run), best_score(run)
     return {
         "run": Path(run).name,  # the folder's name only: a client has no business with our paths
         "architecture": model.cfg.arch,
-        "src": train.src,
-        "tgt": train.tgt,
-        "corpus": corpus_name(train.corpus),  # likewise: `mine` for a pattern like mine/{split}.tsv
+        "src": src,
+        "tgt": tgt,
+        "corpus": corpus_name(corpus),  # likewise: `mine` for a pattern like mine/{split}.tsv
         "model": asdict(model.cfg),
         "parameters": sum(p.numel() for p in model.parameters()),
         "vocab_size": tokenizer.vocab_size,

@@ -55,9 +55,6 @@ class Loop:
             self.autocast,
             config.clip_norm,
             config.label_smoothing,
-            config.source_word_dropout,
-            config.target_word_dropout,
-            config.r_drop,
         )
 
     def run(self, state: TrainingState, reporter: Reporter, should_stop, start_time: float) -> dict:
@@ -69,8 +66,8 @@ class Loop:
         saved, stop, step_seconds = time.monotonic(), None, 0.0
         self._set_dropout(state.epoch)  # for a resumed run's row before its first step, which sets it exactly
         while stop is None and (cfg.epochs is None or state.epoch < cfg.epochs):
-            source, rows = self._epoch_sources(state.epoch)
-            sides = source.side_lengths() if cfg.order_by_sides else ()
+            source = self._epoch_sources(state.epoch)
+            sides = source.side_lengths()  # ties in length broken by the source's, then the target's
             batches = token_batches(source.lengths, cfg.max_tokens, cfg.seed, state.epoch, sides)
             reporter.epoch(state.epoch, self._steps(len(batches)), self._steps(state.batch))
             while state.batch < len(batches):
@@ -81,7 +78,7 @@ class Loop:
                 tick = time.perf_counter()
                 self._set_dropout(state.epoch + state.batch / len(batches))
                 index, weight = rank_batch(batches, state.batch, self.world)
-                batch = self._batch(batches[index], rows or partial(self._step_rows, step=state.step + 1))
+                batch = self._batch(batches[index], source.rows)
                 loss, n_tokens = self._train_step(batch, state.step + 1, weight, progress)
                 state.step += 1
                 state.batch = min(state.batch + self.world.size, len(batches))
@@ -176,15 +173,7 @@ class Loop:
         """The epoch's pairs (training/epoch.py), drawn where the cores allow, kept by rank 0."""
         kept = self.run_dir / KEPT if self.world.is_main else None  # rank 0 alone writes
         workers = max(1, (os.cpu_count() or 1) // self.world.size)  # each process draws: share the cores
-        return epoch_pairs(self.train_set, self.tokenizer, self.config, epoch, self.max_len, kept, workers)
-
-    def _step_rows(self, indices, step: int) -> tuple[list[list[int]], list[list[int]]]:
-        """Subword sampling as runs from before `sample_by_epoch` trained: the batch's sources
-        segmented afresh, drawn from the seed and the step (one draw per step on every process,
-        each on its own batch)."""
-        texts, tgt = self.train_set.columns(indices, "src", "tgt_ids")
-        seed = self.config.seed * 1_000_003 + step
-        return self.tokenizer.sample(texts, self.config.subword_alpha, seed), tgt
+        return epoch_pairs(self.train_set, self.tokenizer, self.config, epoch, kept, workers)
 
     def _set_dropout(self, epochs_done: float) -> None:
         """The dropout the schedule gives this step (a function of the epochs done, so a resumed

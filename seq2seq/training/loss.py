@@ -21,7 +21,6 @@ from torch.autograd.function import once_differentiable
 from seq2seq.data.special import PAD_ID
 
 ROWS = 128  # rows per block on a CPU: 128 x 8000 fp32 logits are 4 MB, within its last-level cache
-KL_ROWS = 32  # the KL's blocks (kl_blocks): 0.09 s against 0.14 at 128 rows for (2900, 8000) bf16
 
 
 def smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: float) -> Tensor:
@@ -69,65 +68,6 @@ def summed(logits: Tensor, target: Tensor, smoothing: float, grad: Tensor | None
         if scratch is not None:
             grad[start : start + ROWS].copy_(block)
     return total
-
-
-def symmetric_kl(first: Tensor, second: Tensor) -> Tensor:
-    """Two (N, V) logits of the same rows -> (KL(p || q) + KL(q || p)) / 2 summed over the rows, 0-d
-    fp32: R-Drop's term (step.summed_loss). Both sides get their gradient (Liang et al. 2021 stop
-    neither). On a CPU it is computed a block of rows at a time with its gradient, as the loss
-    above is: written as tensor operations over the whole (N, V), it took as long as the rest of
-    the training step."""
-    if first.device.type != "cpu":
-        return kl_sum(first.float(), second.float())
-    if torch.is_grad_enabled() and (first.requires_grad or second.requires_grad):
-        return SymmetricKL.apply(first, second)
-    return kl_blocks(first, second, grads=None)
-
-
-def kl_sum(first: Tensor, second: Tensor) -> Tensor:
-    """The two KLs add up to sum (p - q)(log p - log q): one product per cell."""
-    log_p, log_q = F.log_softmax(first, dim=-1), F.log_softmax(second, dim=-1)
-    return 0.5 * ((log_p.exp() - log_q.exp()) * (log_p - log_q)).sum()
-
-
-@torch.autocast("cpu", enabled=False)  # the CPU's path (symmetric_kl); autocast would round row sums to bf16
-def kl_blocks(first: Tensor, second: Tensor, grads: tuple[Tensor, Tensor] | None) -> Tensor:
-    """The summed symmetric KL, a block of rows at a time; given `grads`, its gradients with
-    respect to both logits are written there: with d = log p - log q, the first side's is
-    (p (d - E_p[d]) + p - q) / 2, and the second's the same with p and q exchanged. In place
-    where it can be: six (n, V) fp32 blocks are live, so a block has fewer rows than the loss's."""
-    total = torch.zeros((), dtype=torch.float32, device=first.device)
-    for start in range(0, len(first), KL_ROWS):
-        rows = slice(start, start + KL_ROWS)
-        # (n, V) fp32 copies (an fp32 input's own rows must not be overwritten); d is log p until q is known
-        d, log_q = first[rows].to(torch.float32, copy=True), second[rows].to(torch.float32, copy=True)
-        d -= torch.logsumexp(d, dim=1, keepdim=True)
-        log_q -= torch.logsumexp(log_q, dim=1, keepdim=True)
-        p, q = d.exp(), log_q.exp()
-        d -= log_q
-        gap = p - q
-        total += 0.5 * torch.dot(gap.view(-1), d.view(-1))
-        if grads is None:
-            continue
-        mean_p, mean_q = torch.linalg.vecdot(p, d)[:, None], torch.linalg.vecdot(q, d)[:, None]  # (n, 1)
-        grads[0][rows].copy_(p.mul_(d.sub(mean_p)).add_(gap).mul_(0.5))
-        grads[1][rows].copy_(q.mul_(d.sub_(mean_q).neg_()).sub_(gap).mul_(0.5))
-    return total
-
-
-class SymmetricKL(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, first: Tensor, second: Tensor) -> Tensor:
-        grads = torch.empty_like(first), torch.empty_like(second)
-        total = kl_blocks(first, second, grads)
-        ctx.save_for_backward(*grads)
-        ctx.used = False
-        return total
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad_output: Tensor) -> tuple[Tensor, Tensor]:
-        return scaled_once(ctx, grad_output, "symmetric_kl")
 
 
 class SmoothedCrossEntropy(torch.autograd.Function):

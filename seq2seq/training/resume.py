@@ -8,10 +8,10 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from seq2seq.errors import Seq2SeqError
-from seq2seq.fields import from_json
+from seq2seq.fields import check, from_json
 from seq2seq.models.registry import ARCHITECTURE_OPTIONS, ARCHITECTURES, ModelConfig
 from seq2seq.training import checkpoint as ckpt
-from seq2seq.training.config import ADDED_SINCE, LIMITS, TrainConfig
+from seq2seq.training.config import LIMITS, OLDER_RECIPES, REMOVED, TrainConfig
 
 # `seq2seq train` options that describe the model: a resumed run keeps the one it has. The preset
 # comes last, so that a refusal names the shape option that differs rather than the preset under it.
@@ -54,22 +54,56 @@ class TrainingState:
 
 
 def stored_train_config(run_dir: Path) -> TrainConfig:
-    """The training config a run recorded. A field this version lacks is an error (the run is from
-    elsewhere); one it adds since takes the value the run trained with (`ADDED_SINCE`), or else
-    its default."""
-    values = ckpt.load_config(run_dir).get("train")
-    where = Path(run_dir) / ckpt.CONFIG
-    if not isinstance(values, dict):
-        raise Seq2SeqError(f"{where} has no 'train' section; {run_dir} is not a run this version wrote")
-    unknown = sorted(set(values) - {f.name for f in fields(TrainConfig)})
+    """The training config a run recorded, which a resumed run continues with. A field this
+    version lacks is an error (the run is from elsewhere); a run written before one of today's
+    fields existed, or with a lever since removed, is refused in one line naming the commit that
+    trains it (its recipe is not emulated)."""
+    values, where = _train_section(run_dir)
+    names = {f.name for f in fields(TrainConfig)}
+    unknown = sorted(set(values) - names - set(REMOVED))
     if unknown:
         raise Seq2SeqError(
             f"{where}: the 'train' section has fields this version does not know: {', '.join(unknown)}"
         )
+    used = [
+        f"{name} {values[name]!r}" for name in REMOVED if values.get(name, REMOVED[name]) != REMOVED[name]
+    ]
+    missing = sorted(names - set(values) - set(LIMITS))
+    if used or missing:
+        why = (
+            f"trained with {', '.join(used)}" if used else f"its 'train' section has no {', '.join(missing)}"
+        )
+        raise Seq2SeqError(
+            f"{run_dir} is a run of an older recipe ({why}); seq2seq at commit {OLDER_RECIPES} "
+            "trains and resumes it (docs/experiments.md)"
+        )
     try:
-        return from_json(TrainConfig, {**ADDED_SINCE, **values}, f"{where}: the 'train' section")
+        kept = {name: value for name, value in values.items() if name in names}
+        return from_json(TrainConfig, kept, f"{where}: the 'train' section")
     except ValueError as e:
         raise Seq2SeqError(str(e)) from None
+
+
+def stored_languages(run_dir: Path) -> tuple[str, str, str]:
+    """(corpus, src, tgt) as the run recorded them: all that describing a run needs (serving it,
+    its model card, its test split), so a run of an older recipe is still served and exported."""
+    values, where = _train_section(run_dir)
+    recorded = []
+    for name in ("corpus", "src", "tgt"):
+        try:
+            check(name, values.get(name), str, f"{where}: the 'train' section")
+        except ValueError as e:
+            raise Seq2SeqError(str(e)) from None
+        recorded.append(values[name])
+    return tuple(recorded)
+
+
+def _train_section(run_dir: Path) -> tuple[dict, Path]:
+    values = ckpt.load_config(run_dir).get("train")
+    where = Path(run_dir) / ckpt.CONFIG
+    if not isinstance(values, dict):
+        raise Seq2SeqError(f"{where} has no 'train' section; {run_dir} is not a run this version wrote")
+    return values, where
 
 
 def is_resumable(run_dir: Path) -> bool:

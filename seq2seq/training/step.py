@@ -13,37 +13,18 @@ import math
 import torch
 from torch import nn
 
-from seq2seq.data.batch import Batch, blank_source_pieces, blank_target_inputs
+from seq2seq.data.batch import Batch
 from seq2seq.data.special import PAD_ID
 from seq2seq.training.distributed import World
-from seq2seq.training.loss import smoothed_cross_entropy, symmetric_kl
+from seq2seq.training.loss import smoothed_cross_entropy
 
 
-def summed_loss(model: nn.Module, batch: Batch, label_smoothing: float, r_drop: float = 0.0) -> torch.Tensor:
+def summed_loss(model: nn.Module, batch: Batch, label_smoothing: float) -> torch.Tensor:
     """Cross-entropy summed over real target tokens: the model projects those alone to the
-    vocabulary, not the padding (3.5% of an epoch's target cells on Multi30k en->fr).
-
-    With `r_drop` (R-Drop, Liang et al. 2021) in training, the batch goes through the model twice
-    in one forward, each copy under its own dropout masks, and the loss per token is the two
-    passes' mean cross-entropy plus r_drop / 2 times their symmetric KL: the paper's loss
-    (NLL1 + NLL2 + alpha (KL12 + KL21) / 2) halved, as fairseq's normalisation by the doubled batch's
-    tokens halves it, so `r_drop` is the paper's alpha and the learning rate means what it did.
-    The two predictions of one pair are pulled together, so what the model learns holds under any
-    of its dropout's sub-networks; a step costs about two."""
+    vocabulary, not the padding (3.5% of an epoch's target cells on Multi30k en->fr)."""
     real = batch.tgt_out != PAD_ID  # (B, T)
-    target = batch.tgt_out[real]  # (N,)
-    if r_drop <= 0 or not model.training:
-        logits = model(batch.src, batch.tgt_in, real)  # (N, V)
-        return smoothed_cross_entropy(logits, target, label_smoothing)
-    logits = model(twice(batch.src), twice(batch.tgt_in), twice(real))  # (2N, V): rows of copy 1, then 2
-    first, second = logits.chunk(2)  # (N, V) each, the same tokens in the same order
-    mean_ce = smoothed_cross_entropy(logits, twice(target), label_smoothing) / 2
-    return mean_ce + r_drop / 2 * symmetric_kl(first, second)
-
-
-def twice(t: torch.Tensor) -> torch.Tensor:
-    """(B, ...) -> (2B, ...): the batch, then the same batch again."""
-    return torch.cat([t, t])
+    logits = model(batch.src, batch.tgt_in, real)  # (N, V)
+    return smoothed_cross_entropy(logits, batch.tgt_out[real], label_smoothing)
 
 
 def data_parallel(model: nn.Module, world: World) -> nn.Module:
@@ -71,20 +52,14 @@ class TrainStep:
         autocast,
         clip_norm: float,
         smoothing: float,
-        source_word_dropout: float = 0.0,
-        target_word_dropout: float = 0.0,
-        r_drop: float = 0.0,
     ):
         self.model, self.optimizer, self.world, self.autocast = model, optimizer, world, autocast
-        self.clip_norm, self.smoothing, self.r_drop = clip_norm, smoothing, r_drop
-        self.source_word_dropout, self.target_word_dropout = source_word_dropout, target_word_dropout
+        self.clip_norm, self.smoothing = clip_norm, smoothing
 
     def __call__(self, batch: Batch, lr: float, weight: float = 1.0) -> tuple[float, int]:
         """Train on `batch` (weight 0: this process has none this step, see rank_batch); returns
         the step's mean loss per token and its token count, over all processes."""
         self.model.train()
-        batch = blank_source_pieces(batch, self.source_word_dropout)
-        batch = blank_target_inputs(batch, self.target_word_dropout)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         with self.autocast:
@@ -106,4 +81,4 @@ class TrainStep:
 
     def summed_loss(self, batch: Batch) -> torch.Tensor:
         """The step's loss, summed over its real target tokens (a benchmark swaps it for another)."""
-        return summed_loss(self.model, batch, self.smoothing, self.r_drop)
+        return summed_loss(self.model, batch, self.smoothing)
