@@ -2,14 +2,12 @@
 
 glibc serves large blocks with mmap and returns them (and the heap's free top) to the kernel on free.
 A decoding step allocates and frees tensors of megabytes (beam 5, batch 64: 320 x 8000 logits are
-10 MB), so every step touched fresh pages again: 608,000 page faults per 512 sentences at beam 5,
-~15% of the decoding time. Raising both thresholds keeps the memory in the heap for reuse; the
-process' peak is unchanged because the blocks are reused, not accumulated.
-A training step's blocks are larger than the threshold's ceiling: its (tokens, V) logits and their
-gradient are (3072, 8000) fp32, 98 MB each. Mapped afresh, they and their like faulted ~49,000
-pages in a step (2-core AVX2 EPYC, fp32: 1.5 M page faults against 0.4 M, the start-up's, over 23
-steps), and faulting 98 MB in costs 42 ms against 6 ms to write it again: ~75 ms of a 1.7 s step.
-So no block is mmapped: every one comes from the heap.
+10 MB), so every step would touch fresh pages again, each a page fault. Raising both thresholds
+keeps the memory in the heap for reuse; the process' peak is unchanged because the blocks are
+reused, not accumulated. A training step's blocks are larger than the threshold's ceiling (its
+(tokens, V) logits and their gradient are (3072, 8000) fp32, 98 MB each), and faulting such a
+block in costs several times writing it again, so no block is mmapped: every one comes from the
+heap. The page faults and step times measured: docs/performance.md.
 """
 
 import ctypes

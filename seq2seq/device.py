@@ -30,9 +30,9 @@ def use_bf16(device: torch.device, wanted: bool) -> bool:
 
 def bf16_speedup(device: torch.device) -> float:
     """How much faster a bf16 GEMM runs than fp32 here (0: no native bf16; CUDA counts as fast).
-    A CPU is measured, once per process, in about 0.1 s: the flag that says it has native bf16 is
-    true on AVX512-BF16 CPUs without AMX too, where bf16 runs at 0.6x fp32 (issue 27's Xeon); on
-    others it runs 3-10x fp32."""
+    A CPU is timed, once per process, in about 0.1 s: the flag that says it has native bf16 is
+    true on AVX512-BF16 CPUs without AMX too, where bf16 can run slower than fp32 (figures:
+    docs/performance.md)."""
     if device.type == "cuda":
         return float("inf")
     if "cpu" not in _speedups:

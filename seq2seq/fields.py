@@ -1,42 +1,39 @@
-"""Dataclasses from JSON that may come from anywhere (a run directory received from someone else):
+"""Config fields declared once (`option`, `ranged`: help, range, flag as the field's metadata), and
+dataclasses from JSON that may come from anywhere (a run directory received from someone else):
 every field of the type it is declared with, every number finite and within its range, so a bad
 value is one clean error here rather than a traceback (or a silently wrong model) later."""
 
 import math
 import types
 import typing
-from dataclasses import fields
+from dataclasses import MISSING, field, fields
 
-# A field's allowed range, by name, wherever it occurs: (lowest, highest), both inclusive.
-RANGES = {
-    "vocab_size": (8, 1 << 20),
-    "d_model": (2, 1 << 15),
-    "n_heads": (1, 1024),
-    "n_encoder_layers": (1, 256),
-    "n_decoder_layers": (1, 256),
-    "n_layers": (1, 256),
-    "d_ff": (1, 1 << 17),
-    "dropout": (0.0, 0.9),
-    "max_positions": (2, 1 << 16),
-    "max_tokens": (16, 1 << 24),
-    "lr": (0.0, 10.0),
-    "warmup": (1, 1 << 31),
-    "label_smoothing": (0.0, 0.9),
-    "weight_decay": (0.0, 10.0),
-    "subword_alpha": (0.0, 1.0),
-    "late_dropout": (0.0, 0.9),
-    "late_dropout_from": (0.0, 1e9),
-    "late_dropout_over": (0.0, 1e9),
-    "clip_norm": (0.0, 1e6),
-    "average": (0, 1000),
-    "epochs": (1, 1 << 31),
-    "max_steps": (1, 1 << 40),
-    "max_minutes": (0.0, 1e9),
-    "patience": (0, 1 << 31),  # 0: off
-    "save_every_minutes": (0.0, 1e9),
-    "world_size": (1, 1 << 20),
-    "seed": (0, (1 << 31) - 1),
-}
+
+def option(default, help: str, low=None, high=None, *, flag: str | None = None, choices=None, unset=MISSING):
+    """A config field that is a command-line option: its one declaration. Its metadata holds the
+    help, the allowed range (both ends inclusive; a `high` of None: no upper end) or choices, and
+    the flag (`--name` unless told); the command's options and the checks of config.json
+    (`from_json`) are both built from it.
+    `unset`: the option's default where it is not the field's (None: decided from other options)."""
+    metadata = {"help": help, "flag": flag, "unset": unset}
+    if low is not None:
+        metadata["range"] = (low, high)
+    if choices is not None:
+        metadata["choices"] = tuple(choices)
+    return field(default=default, metadata=metadata)
+
+
+def ranged(default, low, high):
+    """A config field that is no option but still comes from JSON: its allowed range only."""
+    return field(default=default, metadata={"range": (low, high)})
+
+
+def check_choices(config: object) -> None:
+    """A ValueError for a field outside its declared choices (a dataclass's own __post_init__)."""
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if "choices" in f.metadata and value not in f.metadata["choices"]:
+            raise ValueError(f"{f.name} must be one of {', '.join(f.metadata['choices'])}, not {value!r:.40}")
 
 
 NAMES = {type(None): "null", int: "an integer", float: "a number", bool: "true or false", str: "a string"}
@@ -50,21 +47,22 @@ def from_json(cls: type, values: object, what: str) -> object:
     hints = typing.get_type_hints(cls)
     for f in fields(cls):
         if f.name in values:
-            check(f.name, values[f.name], hints[f.name], what)
+            check(f.name, values[f.name], hints[f.name], what, f.metadata.get("range"))
     try:  # the dataclass's own checks of its fields together (a __post_init__)
         return cls(**values)
     except ValueError as e:
         raise ValueError(f"{what}: {e}") from None
 
 
-def check(name: str, value: object, declared: object, what: str) -> None:
+def check(name: str, value: object, declared: object, what: str, bounds: tuple | None = None) -> None:
+    """`value` of the type `declared`, finite, and within `bounds` (lowest, highest) if given."""
     if not _is_instance(value, declared):
         raise ValueError(f"{what}: {name} must be {_describe(declared)}, not {value!r:.40}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{what}: {name} must be finite, not {value}")
-    if name in RANGES and isinstance(value, int | float) and not isinstance(value, bool):
-        low, high = RANGES[name]
-        if not low <= value <= high:
+    if bounds is not None and isinstance(value, int | float) and not isinstance(value, bool):
+        low, high = bounds
+        if not low <= value <= (math.inf if high is None else high):
             raise ValueError(f"{what}: {name} must be between {low} and {high}, not {value}")
 
 

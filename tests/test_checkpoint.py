@@ -206,8 +206,9 @@ def test_a_train_section_missing_or_foreign_is_one_line(run_dir, train, message,
     (run_dir / "config.json").write_text(json.dumps(sections))
     with pytest.raises(Seq2SeqError, match=message):
         stored_train_config(run_dir)
-    result = run_cli(["evaluate", "--run", run_dir], capsys, monkeypatch)
-    assert result.code == 2 and message in result.err and len(result.err.splitlines()) == 1
+    result = run_cli(["evaluate", "--run", run_dir], capsys, monkeypatch)  # it needs the languages alone
+    said = message if train is None else "the 'train' section has no corpus"
+    assert result.code == 2 and said in result.err and len(result.err.splitlines()) == 1
 
 
 WRITER = """

@@ -124,7 +124,9 @@ def test_beam_search_finds_exhaustive_optimum(seed, alpha):
     candidates = [list(seq) for n in range(4) for seq in itertools.product(words, repeat=n)]
     scores = {tuple(c): sequence_score(model, src, c, alpha) for c in candidates}
     best = max(scores, key=scores.get)
-    found = beam_search(model, src, beam=len(candidates), max_lens=torch.tensor([3]), alpha=alpha, nbest=5)[0]
+    found = beam_search(
+        model, src, torch.tensor([3]), DecodeOptions(beam=len(candidates), length_penalty=alpha, nbest=5)
+    )[0]
     assert found[0].tokens == list(best)
     assert found[0].score == pytest.approx(scores[best], abs=1e-4)
     top5 = sorted(scores.values(), reverse=True)[:5]
@@ -133,7 +135,7 @@ def test_beam_search_finds_exhaustive_optimum(seed, alpha):
 
 def test_nbest_sorted_and_distinct():
     model = tiny_model(seed=7)
-    results = beam_search(model, sources(), 5, lens(4), nbest=5)
+    results = beam_search(model, sources(), lens(4), DecodeOptions(beam=5, nbest=5))
     for hyps in results:
         scores = [h.score for h in hyps]
         assert scores == sorted(scores, reverse=True)

@@ -10,7 +10,7 @@ import torch
 
 from seq2seq.data.special import BOS_ID
 from seq2seq.decoding.forced import score_pairs
-from seq2seq.decoding.search import Hypothesis, beam_search
+from seq2seq.decoding.search import DecodeOptions, Hypothesis, beam_search
 from tests.conftest import tiny_model, write_multi30k, write_run
 from tests.test_protocol import VARIANTS, lens, make, sources, tokens_and_scores
 
@@ -23,11 +23,15 @@ def script(scripts):
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_an_ensemble_of_one_model_twice_is_that_model_and_another_member_counts(script, variant):
     model, other = make(variant, seed=5), make(variant, seed=6)
-    alone = tokens_and_scores(beam_search(model, sources(), 3, lens(), nbest=3))
-    twice = tokens_and_scores(beam_search(script.Ensemble([model, model]), sources(), 3, lens(), nbest=3))
+    alone = tokens_and_scores(beam_search(model, sources(), lens(), DecodeOptions(beam=3, nbest=3)))
+    twice = tokens_and_scores(
+        beam_search(script.Ensemble([model, model]), sources(), lens(), DecodeOptions(beam=3, nbest=3))
+    )
     assert twice[0] == alone[0]
     assert twice[1] == pytest.approx(alone[1], abs=1e-4)
-    mixed = tokens_and_scores(beam_search(script.Ensemble([model, other]), sources(), 3, lens(), nbest=3))
+    mixed = tokens_and_scores(
+        beam_search(script.Ensemble([model, other]), sources(), lens(), DecodeOptions(beam=3, nbest=3))
+    )
     assert mixed[1] != pytest.approx(alone[1], abs=1e-4)
 
 

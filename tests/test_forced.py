@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from seq2seq.decoding.forced import score_ids
-from seq2seq.decoding.search import beam_search, pad
+from seq2seq.decoding.search import DecodeOptions, beam_search, pad
 from seq2seq.errors import Seq2SeqError
 from tests.cli_helpers import run_cli
 from tests.conftest import tiny_model, write_run
@@ -18,7 +18,9 @@ SOURCES = [[5, 9, 12, 3], [7, 3], [11, 4, 6, 8, 20, 3], [30, 31, 3]]
 @pytest.mark.parametrize("alpha", [0.0, 1.0])
 def test_score_of_each_hypothesis_equals_the_score_search_gave_it(beam, alpha):
     model = tiny_model(seed=6)
-    found = beam_search(model, pad(SOURCES), beam, torch.full((4,), 9), alpha=alpha, nbest=beam)
+    found = beam_search(
+        model, pad(SOURCES), torch.full((4,), 9), DecodeOptions(beam=beam, length_penalty=alpha, nbest=beam)
+    )
     src = [s for s, hyps in zip(SOURCES, found, strict=True) for _ in hyps]
     hyps = [h for hyps in found for h in hyps]
     scores = score_ids(model, src, [h.tokens for h in hyps], length_penalty=alpha)

@@ -50,8 +50,8 @@ def test_a_linear_layer_followed_by_a_relu_becomes_one_packed_call():
 def test_packed_search_gives_the_plain_search_token_for_token(arch, beam):
     model = MODELS[arch]()
     lens = torch.full((len(SOURCES),), 12)
-    plain = beam_search(model, pad(SOURCES), beam, lens, nbest=beam)
-    fast = beam_search(pack(model), pad(SOURCES), beam, lens, nbest=beam)
+    plain = beam_search(model, pad(SOURCES), lens, DecodeOptions(beam=beam, nbest=beam))
+    fast = beam_search(pack(model), pad(SOURCES), lens, DecodeOptions(beam=beam, nbest=beam))
     assert [[h.tokens for h in hyps] for hyps in fast] == [[h.tokens for h in hyps] for hyps in plain]
     scores = [h.score for hyps in plain for h in hyps]
     assert [h.score for hyps in fast for h in hyps] == pytest.approx(scores, abs=1e-4)

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from seq2seq.data.batch import Batch, pad
 from seq2seq.data.special import PAD_ID
-from seq2seq.decoding.search import beam_search, greedy
+from seq2seq.decoding.search import DecodeOptions, beam_search, greedy
 from seq2seq.models.packed import pack, packing_available
 from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
 from seq2seq.models.quantize import quantize
@@ -160,8 +160,8 @@ def test_later_target_tokens_never_change_earlier_logits(name):
 @pytest.mark.parametrize("name,beam", with_beams(1, 4))
 def test_cached_search_equals_uncached(name, beam):
     model = make(name, seed=2)
-    cached = beam_search(model, sources(), beam, lens(), nbest=beam, use_cache=True)
-    uncached = beam_search(model, sources(), beam, lens(), nbest=beam, use_cache=False)
+    cached = beam_search(model, sources(), lens(), DecodeOptions(beam=beam, nbest=beam, use_cache=True))
+    uncached = beam_search(model, sources(), lens(), DecodeOptions(beam=beam, nbest=beam, use_cache=False))
     (a, a_scores), (b, b_scores) = tokens_and_scores(cached), tokens_and_scores(uncached)
     assert a == b
     assert a_scores == pytest.approx(b_scores, abs=max(tolerance(name), 1e-4))
@@ -170,8 +170,8 @@ def test_cached_search_equals_uncached(name, beam):
 @pytest.mark.parametrize("alpha", [0.0, 1.0])
 def test_beam_one_equals_greedy(name, alpha):
     model = make(name, seed=3)
-    g = greedy(model, sources(), lens(), alpha=alpha)
-    b = beam_search(model, sources(), 1, lens(), alpha=alpha)
+    g = greedy(model, sources(), lens(), DecodeOptions(beam=1, length_penalty=alpha))
+    b = beam_search(model, sources(), lens(), DecodeOptions(beam=1, length_penalty=alpha))
     assert [h.tokens for h in g] == [x[0].tokens for x in b]
     assert [h.score for h in g] == pytest.approx([x[0].score for x in b])
 
@@ -181,9 +181,9 @@ def test_a_batch_equals_each_sentence_alone(name, beam):
     """fp32 only: int8's activation scale is computed over the whole batch, so a sentence's int8
     output may depend on its batch (the RNN's does, here)."""
     model = make(name, seed=4)
-    batched = beam_search(model, sources(), beam, lens(), nbest=beam)
+    batched = beam_search(model, sources(), lens(), DecodeOptions(beam=beam, nbest=beam))
     for i, ids in enumerate(SOURCES):
-        alone = beam_search(model, pad([ids]), beam, lens()[:1], nbest=beam)[0]
+        alone = beam_search(model, pad([ids]), lens()[:1], DecodeOptions(beam=beam, nbest=beam))[0]
         assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
         assert [h.score for h in alone] == pytest.approx([h.score for h in batched[i]], abs=tolerance(name))
 

@@ -21,9 +21,13 @@ from seq2seq.cli.translate import translate
 from seq2seq.errors import Seq2SeqError
 
 app = typer.Typer(
-    help="Train and run a small encoder-decoder Transformer translator.",
+    help="Train and run a small encoder-decoder translator (a Transformer, or an RNN with attention), "
+    "and see its cross-attention.",
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's plain help: rich's would read "[default: ...]" in a help text as markup and drop it,
+    # and print every switch with a "<bool>" value it does not take
+    rich_markup_mode=None,
 )
 
 

@@ -1,27 +1,95 @@
 """The options several commands share, declared once, and the one rule for a run's directory."""
 
+import dataclasses
+import inspect
+import math
+import typing
 from pathlib import Path
 
 import typer
 
+from seq2seq.decoding.options import DecodeOptions
+from seq2seq.training.config import TrainConfig
+
 DATA_DIR = typer.Option(
     None, "--data-dir", envvar="SEQ2SEQ_DATA_DIR", help="Local folder in the Multi30k raw layout."
 )
-CORPUS = typer.Option("multi30k", help="multi30k, a path pattern with {split}, or a hub id[:config].")
 RUN = typer.Option(
     None, "--run", help="Run directory [default: runs/<corpus>-<src>-<tgt>: runs/multi30k-en-fr]."
-)
-BEAM = typer.Option(5, "--beam", help="Beam size.")
-GREEDY = typer.Option(False, "--greedy", help="Greedy search (same as --beam 1).")
-LENGTH_PENALTY = typer.Option(1.0, "--length-penalty", help="GNMT length penalty alpha.")
-BATCH_SIZE = typer.Option(64, "--batch-size", help="Sentences decoded together.")
-DEVICE = typer.Option("auto", "--device", help="auto, cpu or cuda.")
-BF16 = typer.Option(
-    False, "--bf16", help="bf16 autocast where it runs faster than fp32 (CUDA; a CPU is measured)."
 )
 QUANTIZE = typer.Option(
     None, "--quantize", help="int8: dynamic int8 linear layers on the CPU (fbgemm) [default: fp32]."
 )
+
+
+def finite(value: float | None) -> float | None:
+    """The check a number option's range cannot make: inf passes `min=`, and nan every bound."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
+def field_option(f: dataclasses.Field, hint, bounds: bool = True) -> typer.Option:
+    """The option a config field declares (`fields.option`): its default, help, flag, and the
+    bounds or choices config.json's value is held to, so the command line and a hand-edited run
+    refuse the same values (`bounds` False: the config's own check words the refusal)."""
+    meta = f.metadata
+    low, high = meta.get("range", (None, None)) if bounds else (None, None)
+    callback = finite if float in typing.get_args(hint) or hint is float else None
+    if "choices" in meta:
+        callback = choice_of(meta["choices"])
+    default = f.default if meta["unset"] is dataclasses.MISSING else meta["unset"]
+    flags = [meta["flag"]] if meta["flag"] else []
+    return typer.Option(default, *flags, min=low, max=high, callback=callback, help=meta["help"])
+
+
+def choice_of(choices: tuple[str, ...]):
+    """A callback refusing a value outside `choices`, in click's words (naming the flag)."""
+
+    def check(value: str) -> str:
+        return one_of(value, choices)
+
+    return check
+
+
+def field_parameters(cls, names=None) -> list[inspect.Parameter]:
+    """A keyword parameter for each field of the config `cls` that is an option (those with help),
+    or for those of `names`: what `with_parameters` gives a command."""
+    hints = typing.get_type_hints(cls)
+    return [
+        inspect.Parameter(
+            f.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=field_option(f, hints[f.name]),
+            annotation=hints[f.name],
+        )
+        for f in dataclasses.fields(cls)
+        if "help" in f.metadata and (names is None or f.name in names)
+    ]
+
+
+def with_parameters(command, parameters: list[inspect.Parameter]):
+    """`command` with `parameters` in place of its `**options`: what Typer reads its options from."""
+    own = [
+        p for p in inspect.signature(command).parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD
+    ]
+    command.__signature__ = inspect.Signature([*own, *parameters])
+    return command
+
+
+def decode_option(name: str, cls=DecodeOptions) -> typer.Option:
+    """`translate` and `evaluate`'s option of the DecodeOptions field `name`; its range is
+    DecodeOptions.check's to word, as for a library caller and the server."""
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    return field_option(f, typing.get_type_hints(cls)[name], bounds=False)
+
+
+BEAM, NBEST, LENGTH_PENALTY, MIN_LEN, MAX_LEN, CACHE, BATCH_SIZE, BF16 = map(
+    decode_option,
+    ("beam", "nbest", "length_penalty", "min_len", "max_len", "use_cache", "batch_size", "bf16"),
+)
+GREEDY = typer.Option(False, "--greedy", help="Greedy search (same as --beam 1).")
+DEVICE = decode_option("device", TrainConfig)  # the device a run trains on is the one it decodes on
 
 
 def one_of(value: str, choices, flag: str | None = None) -> str:

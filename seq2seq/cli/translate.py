@@ -13,9 +13,13 @@ from seq2seq.cli.options import (
     BATCH_SIZE,
     BEAM,
     BF16,
+    CACHE,
     DEVICE,
     GREEDY,
     LENGTH_PENALTY,
+    MAX_LEN,
+    MIN_LEN,
+    NBEST,
     QUANTIZE,
     RUN,
     check_precision,
@@ -28,18 +32,20 @@ PAGE_MB = 50  # an --attention-html page past this many MB gets a notice: browse
 
 
 def translate(
-    text: list[str] | None = typer.Argument(None, help="Sentences; none: read --input or stdin."),
+    text: list[str] | None = typer.Argument(
+        None, metavar="TEXT...", help="Sentences; none: read --input or stdin."
+    ),
     run: Path | None = RUN,
     beam: int = BEAM,
     greedy: bool = GREEDY,
-    nbest: int = typer.Option(1, "--nbest", help="Print the K best as `index ||| text ||| score`."),
+    nbest: int = NBEST,
     length_penalty: float = LENGTH_PENALTY,
-    min_len: int = typer.Option(0, "--min-len", help="Output pieces at least."),
-    max_len: int | None = typer.Option(None, "--max-len", help="Output pieces at most."),
+    min_len: int = MIN_LEN,
+    max_len: int | None = MAX_LEN,
     batch_size: int = BATCH_SIZE,
     input: Path | None = typer.Option(None, "--input", help="File with one sentence a line."),
     output: Path | None = typer.Option(None, "--output", help="Write translations here."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Recompute the prefix every step."),
+    use_cache: bool = CACHE,
     device: str = DEVICE,
     bf16: bool = BF16,
     quantize: str | None = QUANTIZE,
@@ -83,7 +89,7 @@ def translate(
         length_penalty=length_penalty,
         min_len=min_len,
         max_len=max_len,
-        use_cache=not no_cache,
+        use_cache=use_cache,
         batch_size=batch_size,
         bf16=bf16,
     )

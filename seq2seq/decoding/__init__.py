@@ -2,4 +2,6 @@
 given translations (`forced.py`), and attention maps of translations (`attention.py`). None of it
 asks which architecture it holds.
 
-May import: `seq2seq.models`, `seq2seq.data`, `seq2seq.device`, `seq2seq.errors`."""
+`options.py` declares how to decode (`DecodeOptions`).
+
+May import: `seq2seq.models`, `seq2seq.data`, `seq2seq.device`, `seq2seq.errors`, `seq2seq.fields`."""

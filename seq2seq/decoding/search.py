@@ -13,38 +13,11 @@ from torch import Tensor
 from seq2seq.data.batch import pad
 from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
 from seq2seq.decoding.beams import best_continuations, parent_slots
-from seq2seq.decoding.penalty import check_length_penalty, penalty
+from seq2seq.decoding.options import GREEDY, DecodeOptions
+from seq2seq.decoding.penalty import penalty
 from seq2seq.device import autocast
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.protocol import Seq2SeqModel
-
-
-@dataclass
-class DecodeOptions:
-    beam: int = 5  # 1 means greedy search
-    nbest: int = 1
-    length_penalty: float = 1.0  # GNMT alpha: scores are divided by ((5 + length) / 6) ** alpha
-    min_len: int = 0  # output tokens before EOS is allowed
-    max_len: int | None = None  # output tokens at most; None: max_len_a * source length + max_len_b
-    max_len_a: float = 1.5
-    max_len_b: int = 10
-    use_cache: bool = True
-    batch_size: int = 64
-    bf16: bool = False  # bf16 autocast, where it is measured faster (the rule training uses)
-
-    def check(self) -> None:
-        """Reject impossible settings with a message a user can act on."""
-        if self.beam < 1:
-            raise Seq2SeqError(f"beam size must be at least 1, got {self.beam}")
-        if not 1 <= self.nbest <= self.beam:
-            raise Seq2SeqError(f"nbest must be between 1 and the beam size {self.beam}, got {self.nbest}")
-        if self.min_len < 0 or (self.max_len is not None and self.max_len < 1):
-            raise Seq2SeqError("lengths must be positive (min-len >= 0, max-len >= 1)")
-        if self.max_len is not None and self.min_len > self.max_len:
-            raise Seq2SeqError(f"min-len {self.min_len} is above max-len {self.max_len}")
-        if self.batch_size < 1:
-            raise Seq2SeqError(f"batch size must be at least 1, got {self.batch_size}")
-        check_length_penalty(self.length_penalty)
 
 
 @dataclass
@@ -112,28 +85,17 @@ def search(model: Seq2SeqModel, src: Tensor, options: DecodeOptions) -> list[lis
     """Greedy when the beam is 1 (same result as beam_search, cheaper), beam search otherwise."""
     max_lens = max_lengths(src, options, output_limit(model))
     if options.beam == 1:
-        return [
-            [h]
-            for h in greedy(model, src, max_lens, options.min_len, options.length_penalty, options.use_cache)
-        ]
-    return beam_search(
-        model,
-        src,
-        options.beam,
-        max_lens,
-        options.min_len,
-        options.length_penalty,
-        options.nbest,
-        options.use_cache,
-    )
+        return [[h] for h in greedy(model, src, max_lens, options)]
+    return beam_search(model, src, max_lens, options)
 
 
 @torch.inference_mode()
 def greedy(
-    model: Seq2SeqModel, src: Tensor, max_lens: Tensor, min_len: int = 0, alpha: float = 1.0, use_cache=True
+    model: Seq2SeqModel, src: Tensor, max_lens: Tensor, options: DecodeOptions = GREEDY
 ) -> list[Hypothesis]:
-    """The most likely next token at every step. src (B, S) ids; max_lens (B,) output limits."""
-    B = src.size(0)
+    """The most likely next token at every step. src (B, S) ids; max_lens (B,) output limits; of
+    `options`, min_len, length_penalty and use_cache."""
+    B, min_len, alpha, use_cache = src.size(0), options.min_len, options.length_penalty, options.use_cache
     memory, src_mask = model.encode(src)
     cache = model.init_cache(memory, src_mask, int(max_lens.max()) + 1, use_cache)
     sent = torch.arange(B, device=src.device)  # (n,) which sentence each active row is
@@ -166,16 +128,9 @@ def greedy(
 
 @torch.inference_mode()
 def beam_search(
-    model: Seq2SeqModel,
-    src: Tensor,
-    beam: int,
-    max_lens: Tensor,
-    min_len: int = 0,
-    alpha: float = 1.0,
-    nbest: int = 1,
-    use_cache: bool = True,
+    model: Seq2SeqModel, src: Tensor, max_lens: Tensor, options: DecodeOptions
 ) -> list[list[Hypothesis]]:
-    """Batched beam search; per sentence the `nbest` best finished hypotheses, best first.
+    """Batched beam search; per sentence the `options.nbest` best finished hypotheses, best first.
 
     A sentence is done once `beam` hypotheses have ended in EOS (or at its max length); done
     sentences leave the active batch, shrinking both caches. As in fairseq, only EOS candidates
@@ -183,9 +138,15 @@ def beam_search(
     The first step runs one row per sentence (all beams would be the same BOS prefix); choosing
     its `beam` continuations is what fills the beam.
     """
-    B, K = src.size(0), beam
+    B, K, min_len, alpha, nbest = (
+        src.size(0),
+        options.beam,
+        options.min_len,
+        options.length_penalty,
+        options.nbest,
+    )
     memory, src_mask = model.encode(src)
-    cache = model.init_cache(memory, src_mask, int(max_lens.max()) + 1, use_cache)
+    cache = model.init_cache(memory, src_mask, int(max_lens.max()) + 1, options.use_cache)
     device = src.device
     sent = torch.arange(B, device=device)
     scores = torch.zeros(B, 1, device=device)  # (n, k): k hypotheses per sentence, 1 at first

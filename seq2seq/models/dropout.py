@@ -1,14 +1,14 @@
 """Dropout whose random mask is cheap on a CPU.
 
 Why: on a CPU PyTorch draws a dropout mask one element at a time from one Mersenne Twister on one
-thread (`bernoulli_`, 5-11 ns an element): on a 2-core AVX2 CPU the 32 masks of a `small`
-training step were about 15% of it. Here the mask's bits come from NumPy's SFC64, 64 bits a draw
+thread (`bernoulli_`, several ns an element), a sizeable share of a small model's training step
+(docs/performance.md). Here the mask's bits come from NumPy's SFC64, 64 bits a draw
 cut into four 16-bit numbers (about 2 ns a draw, 0.7x PCG64's), seeded from PyTorch's generator,
 so `torch.manual_seed` and a checkpoint's saved RNG state decide every mask as before. An element
 is dropped when its number falls below p * 65536, so p is rounded to a multiple of 1/65536 (0.1 ->
 0.100006), and the kept values are scaled by 1 / (1 - that p), keeping the expectation exact.
-The comparison writes the mask in x's type directly: a bool mask converted afterwards took 6x as
-long (4.4 against 0.75 ms for a (3072, 1024) mask, the feed-forward's, on that CPU).
+The comparison writes the mask in x's type directly: a bool mask converted afterwards is another
+pass over memory, several times the cost.
 On a GPU, whose generator is fast, it is `F.dropout`.
 
 Attention's dropout on a GPU is SDPA's own, from a kernel that takes p as an argument, never
@@ -48,10 +48,8 @@ def random_int16(n: int) -> Tensor:
 def attention_kernels(device: torch.device, p: float) -> AbstractContextManager:
     """Where SDPA may run an attention with dropout p: on CUDA with p > 0, in the kernels enabled
     now other than cuDNN's. cuDNN's attention builds an execution graph for each dropout
-    probability it meets and caches it; late dropout's ramp gives every step a new p. On an H100
-    (torch 2.11, whose SDPA picked cuDNN for our shapes) one forward and backward took 1.7 s with a
-    new p against 0.3 ms with the same one, and training fell from about 60,000 to 660 target
-    tokens/s when the ramp began (docs/performance.md, "On a GPU"). Flash, memory-efficient and
+    probability it meets and caches it, and late dropout's ramp gives every step a new p, so each
+    step would build a graph anew (docs/performance.md, "On a GPU"). Flash, memory-efficient and
     math attention take p as an argument."""
     if device.type != "cuda" or p == 0.0:
         return nullcontext()

@@ -1,9 +1,9 @@
 """Packed GEMMs for decoding on the CPU: every linear layer's weight reordered once, when a run is
 loaded for decoding, into oneDNN's blocked layout, and multiplied there at every step.
 
-Why: `F.linear` on the CPU calls MKL's sgemm, which on some CPUs (measured: a 2-core AMD EPYC with
-AVX512) runs its AVX2 code at about 200 GFLOPS, while oneDNN's fp32 kernel on weights reordered
-ahead of time reaches 440-480 on the same shapes, 2.2-2.6x (and more at a few rows). CTranslate2
+Why: `F.linear` on the CPU calls MKL's sgemm, which on some CPUs (AMD's, with AVX512) runs its
+AVX2 code, while oneDNN's fp32 kernel on weights reordered ahead of time runs about twice as fast
+on the same shapes (docs/performance.md). CTranslate2
 does the same on such CPUs (its SGEMM backend there is DNNL), packing at load time as it does with
 MKL on Intel. Where MKL is already as fast, packing buys nothing, so `pack` is used only where a
 timed GEMM says it pays (`packing_pays`, once per process, as `device.use_bf16` decides bf16).

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seq2seq.data.special import PAD_ID
+from seq2seq.fields import ranged
 from seq2seq.models.cache import RNNCache, State, map_state
 from seq2seq.models.dropout import Dropout
 from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
@@ -28,14 +29,14 @@ from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
 
 @dataclass
 class RNNConfig:
-    vocab_size: int = 8000
-    d_model: int = 256  # embeddings, decoder state and encoder states h_j (both directions together)
-    n_layers: int = 2  # recurrent layers of the encoder, and of the decoder
+    vocab_size: int = ranged(8000, 8, 1 << 20)
+    d_model: int = ranged(256, 2, 1 << 15)  # embeddings, decoder state and encoder states h_j (both ways)
+    n_layers: int = ranged(2, 1, 256)  # recurrent layers of the encoder, and of the decoder
     cell: str = "gru"  # gru | lstm
     attention: str = "bahdanau"  # bahdanau (additive) | luong (multiplicative)
     score: str | None = None  # luong only: dot | general (the default for luong)
-    dropout: float = 0.1
-    max_positions: int = 256  # longest source or target, in pieces, EOS/BOS included
+    dropout: float = ranged(0.1, 0.0, 0.9)
+    max_positions: int = ranged(256, 2, 1 << 16)  # longest source or target, in pieces, EOS/BOS included
     arch: str = field(default="rnn", init=False)  # names the class in config.json
 
     def __post_init__(self):

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seq2seq.data.special import PAD_ID
+from seq2seq.fields import ranged
 from seq2seq.models.cache import DecoderCache
 from seq2seq.models.dropout import Dropout, attention_kernels
 from seq2seq.models.feed_forward import FFNS, feed_forward
@@ -22,14 +23,14 @@ from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
 
 @dataclass
 class TransformerConfig:
-    vocab_size: int = 8000
-    d_model: int = 256
-    n_heads: int = 4
-    n_encoder_layers: int = 3
-    n_decoder_layers: int = 3
-    d_ff: int = 1024
-    dropout: float = 0.1
-    max_positions: int = 256  # longest source or target, in pieces, EOS/BOS included
+    vocab_size: int = ranged(8000, 8, 1 << 20)
+    d_model: int = ranged(256, 2, 1 << 15)
+    n_heads: int = ranged(4, 1, 1024)
+    n_encoder_layers: int = ranged(3, 1, 256)
+    n_decoder_layers: int = ranged(3, 1, 256)
+    d_ff: int = ranged(1024, 1, 1 << 17)
+    dropout: float = ranged(0.1, 0.0, 0.9)
+    max_positions: int = ranged(256, 2, 1 << 16)  # longest source or target, in pieces, EOS/BOS included
     norm_first: bool = True  # pre-LN; False gives the original paper's post-LN "Add & Norm"
     tie_embeddings: bool = True  # output projection shares the joint embedding matrix
     ffn: str = "relu"  # the feed-forward block: relu or swiglu (models/feed_forward.py)
@@ -44,7 +45,7 @@ class TransformerConfig:
 
 PRESETS = {
     "tiny": dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512),
-    # gated, at the parameters of the 1024-wide ReLU block it replaced (feed_forward.py, results.md)
+    # gated, at the parameters of a 1024-wide ReLU block (feed_forward.py)
     "small": dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=680, ffn="swiglu"),
     "base": dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048),
 }

@@ -14,6 +14,7 @@ import asyncio
 import codecs
 import json
 from contextlib import asynccontextmanager
+from dataclasses import fields
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -21,7 +22,6 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-from seq2seq.decoding.penalty import MAX_LENGTH_PENALTY
 from seq2seq.decoding.search import DecodeOptions, Translations
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve.batcher import Batcher, Job
@@ -33,6 +33,13 @@ MAX_BEAM = 64  # a beam is memory: K hypotheses x the vocabulary at every step
 MAX_BODY = 2 << 20  # bytes: room for MAX_LINES x MAX_CHARS of any script, JSON-escaped
 
 
+def decode_field(name: str, **extra):
+    """The request field of the DecodeOptions field `name`: its default, range and help."""
+    f = next(f for f in fields(DecodeOptions) if f.name == name)
+    low, high = f.metadata["range"]
+    return Field(f.default, ge=low, le=high, description=f.metadata["help"], **extra)
+
+
 class DecodeFields(BaseModel):
     """How to decode; the defaults are `seq2seq translate`'s (the beam is the server's --beam)."""
 
@@ -40,14 +47,14 @@ class DecodeFields(BaseModel):
 
     beam: int | None = Field(None, ge=1, description="Beam size [default: the server's --beam].")
     greedy: bool = Field(False, description="Greedy search (beam 1).")
-    length_penalty: float = Field(1.0, ge=0, le=MAX_LENGTH_PENALTY, allow_inf_nan=False)
-    min_len: int = Field(0, ge=0, description="Output pieces at least.")
-    max_len: int | None = Field(None, ge=1, description="Output pieces at most [default: 1.5 x source + 10].")
+    length_penalty: float = decode_field("length_penalty", allow_inf_nan=False)
+    min_len: int = decode_field("min_len")
+    max_len: int | None = decode_field("max_len")
 
 
 class TranslateRequest(DecodeFields):
     text: str | list[str] = Field(description="One sentence, or a list of them (one line each).")
-    nbest: int = Field(1, ge=1, description="Hypotheses per line, best first (at most the beam).")
+    nbest: int = decode_field("nbest")
 
 
 class AttentionRequest(DecodeFields):

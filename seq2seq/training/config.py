@@ -1,54 +1,95 @@
-"""The training recipe of a run, as config.json's "train" section records it."""
+"""The training recipe of a run, as config.json's "train" section records it. Each field is the one
+declaration of its option of `seq2seq train` (`fields.option`: help, range, flag); the command's
+options and the checks of a stored run are built from these declarations."""
 
 from dataclasses import dataclass
+
+from seq2seq.fields import check_choices, option, ranged
 
 DECAYS = ("rsqrt", "none")  # the lr between warmup and cooldown: falling as 1/sqrt(step), or held
 
 
 @dataclass
 class TrainConfig:
-    corpus: str = "multi30k"
-    src: str = "en"
-    tgt: str = "fr"
-    vocab_size: int = 8000
-    max_tokens: int = 3072  # per batch: sentences x longest side, in pieces
-    lr: float = 2.5e-3  # peak, reached at the end of warmup (chosen on validation BLEU: results.md)
-    warmup: int = 400  # steps
-    # the lr held at its peak after warmup, then falling linearly to 0 over the budget's last
-    # `cooldown` share: 1.0 is a linear decay to zero over the whole budget (schedule.py; chosen
-    # on validation BLEU over rsqrt + a 0.2 cooldown with the gated block: results.md). A run with
-    # no budget at all (no epochs, steps or minutes: library use only) would hold the peak
-    cooldown: float = 1.0
-    decay: str = "none"  # one of DECAYS (schedule.lr_schedule)
-    label_smoothing: float = 0.1
-    # AdamW's, decoupled from the gradient, on every parameter; 0.1 over AdamW's 0.01 with the decay
-    # to zero (chosen on validation BLEU: results.md, en-fr-gated2-wd1)
-    weight_decay: float = 0.1
-    subword_alpha: float = 0.3  # >0: source pieces sampled, P(x)^alpha, each epoch (data/sampling.py)
-    # dropout raised, late in a long run, from the model's own to `late_dropout` (0: off), linearly
-    # from epoch `late_dropout_from` over `late_dropout_over` epochs (schedule.dropout_at): a budget
-    # that buys many epochs overfits at the rate that learns fastest in few; chosen on validation
-    # BLEU on a CPU whose 50 minutes buy 44 epochs (results.md); one that buys 10 trains without it
-    late_dropout: float = 0.3
-    late_dropout_from: float = 10.0
-    late_dropout_over: float = 10.0
-    clip_norm: float = 1.0
-    average: int = 5  # when training ends, validate the mean of the last N validations' weights (<2: off)
-    epochs: int | None = 10  # None: no epoch limit (a time or step budget, or early stopping ends it)
-    max_steps: int | None = None
-    max_minutes: float | None = None  # wall-clock budget: training, validation and checkpoints
-    # validations without a better BLEU before stopping early; 0: off, the run uses its whole budget
-    # (a time budget is the user's choice, and the average of the last checkpoints gains from it)
-    patience: int = 0
-    save_every_minutes: float = 5.0  # training state saved this often between validations
-    seed: int = 1
-    device: str = "auto"
-    bf16: bool = True  # bf16 autocast where it is measured faster (device.use_bf16): CUDA, most bf16 CPUs
-    world_size: int = 1  # processes training data-parallel (torchrun); each step takes one batch per process
+    corpus: str = option("multi30k", "multi30k, a path pattern with {split}, or a hub id[:config].")
+    src: str = option("en", "Source language.")
+    tgt: str = option("fr", "Target language.")
+    vocab_size: int = option(8000, "Vocabulary size, if the run has no tokenizer.", 8, 1 << 20)
+    # sentences x longest side, in pieces
+    max_tokens: int = option(3072, "Batch size in pieces.", 16, 1 << 24)
+    lr: float = option(2.5e-3, "Peak learning rate, reached at the end of warmup.", 0.0, 10.0)
+    warmup: int = option(400, "Warmup steps.", 1, None)
+    # the lr held at its peak after warmup (decay none), then falling linearly to 0 over the
+    # budget's last `cooldown` share (schedule.py). A run with no budget at all (no epochs, steps
+    # or minutes: library use only) would hold the peak
+    cooldown: float = option(
+        1.0,
+        "The budget's last share over which the learning rate falls linearly to 0 (0: off; 1.0: the "
+        "whole budget); a run stopped mid-budget resumes from the share it had used.",
+        0.0,
+        1.0,
+    )
+    decay: str = option(
+        "none",
+        "The learning rate between warmup and cooldown: rsqrt (falling as 1/sqrt(step): for a run "
+        "with no budget to decay over) or none (held at its peak; with --cooldown 1.0 a linear decay "
+        "to 0 over the whole budget).",
+        choices=DECAYS,
+    )
+    label_smoothing: float = option(0.1, "Label smoothing of the training loss.", 0.0, 0.9)
+    weight_decay: float = option(0.1, "AdamW's weight decay (decoupled; every parameter).", 0.0, 10.0)
+    subword_alpha: float = option(
+        0.3,
+        "Sample source segmentations each epoch, P(x)^alpha (subword regularization; 0: off, for a "
+        "run of a few minutes, which needs the steps sampling costs).",
+        0.0,
+        1.0,
+    )
+    # a budget that buys many epochs overfits at the rate that learns fastest in few: the dropout
+    # rises from the model's own to `late_dropout`, linearly from epoch `late_dropout_from` over
+    # `late_dropout_over` epochs (schedule.dropout_at); a budget of 10 epochs trains without it
+    late_dropout: float = option(
+        0.3,
+        "Late dropout: raise the dropout to this once the run has seen --late-dropout-from epochs, "
+        "linearly over --late-dropout-over epochs (0: off; a --dropout of 0, or above this, stays as it "
+        "is); for budgets that buy many epochs.",
+        0.0,
+        0.9,
+    )
+    late_dropout_from: float = option(10.0, "The epoch late dropout starts rising.", 0.0, None)
+    late_dropout_over: float = option(10.0, "Epochs late dropout takes to rise.", 0.0, None)
+    clip_norm: float = ranged(1.0, 0.0, 1e6)  # the gradient's global norm at most
+    average: int = option(
+        5, "At the end, validate the mean of the last N validations' weights (0: off).", 0, 1000
+    )
+    epochs: int | None = option(
+        10, "Epochs at most [default: 10, or no limit with --max-minutes].", 1, None, unset=None
+    )
+    max_steps: int | None = option(None, "Optimizer steps at most.", 1, None)
+    # training, validation and checkpoints together
+    max_minutes: float | None = option(None, "Wall-clock budget, minutes.", 0.01, None)
+    # a time budget is the user's choice, and the average of the last checkpoints gains from it
+    patience: int = option(
+        0,
+        "Stop after this many validations without a better BLEU (0: off, use the whole budget).",
+        0,
+        None,
+    )
+    save_every_minutes: float = option(
+        5.0, "Save the training state this often, besides each validation.", 0.0, None
+    )
+    seed: int = option(1, "Random seed.", 0, (1 << 31) - 1)
+    device: str = option("auto", "auto, cpu or cuda.")
+    bf16: bool = option(
+        True,
+        "bf16 autocast where it is measured faster (CUDA, most bf16 CPUs), or always fp32.",
+        flag="--bf16/--fp32",
+    )
+    # processes training data-parallel (torchrun sets it); each step takes one batch per process
+    world_size: int = ranged(1, 1, 1 << 20)
 
     def __post_init__(self):
-        if self.decay not in DECAYS:
-            raise ValueError(f"decay must be one of {', '.join(DECAYS)}, not {self.decay!r:.40}")
+        check_choices(self)
 
 
 # The limits belong to one invocation: a resumed run takes them from the new command line (a run

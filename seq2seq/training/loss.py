@@ -3,14 +3,13 @@ with its gradient computed in the forward pass, a block of rows at a time.
 
 Why not `F.cross_entropy`: with label smoothing it runs a log_softmax, a gather and a sum, and in
 the backward pass a zero-filled gradient, a scatter, an expanded smoothing gradient, their sum and
-the log_softmax backward: about ten passes over the (tokens, V) logits, each through main memory.
-On a 2-core AVX2 CPU in fp32 that was a quarter of a `small` training step (profiled: 660 of 2600
-ms). The loss fixes its own gradient up to the scalar that multiplies it, softmax - (1 - eps) *
-onehot - eps / V on real tokens and 0 on padding (what Apex's fused xentropy kernel computes on
-GPUs), so here each block of rows is read once from memory and worked on while it is in cache.
-A GPU keeps PyTorch's loss: there each pass is a kernel at memory speed, and on an H100 the fused
-loss was the slower one (in one block, with the output projection: 1.74-1.88 ms against 1.38 for
-(3000, 8000) bf16 logits; scripts/bench_loss.py, docs/results.md "The training step").
+the log_softmax backward: about ten passes over the (tokens, V) logits, each through main memory,
+a large share of a small model's CPU training step (docs/performance.md). The loss fixes its own
+gradient up to the scalar that multiplies it, softmax - (1 - eps) * onehot - eps / V on real
+tokens and 0 on padding (what Apex's fused xentropy kernel computes on GPUs), so here each block
+of rows is read once from memory and worked on while it is in cache.
+A GPU keeps PyTorch's loss: there each pass is a kernel at memory speed, and the fused loss was
+the slower one (docs/results.md, "The training step").
 """
 
 import torch

@@ -90,6 +90,8 @@ def stored_languages(run_dir: Path) -> tuple[str, str, str]:
     values, where = _train_section(run_dir)
     recorded = []
     for name in ("corpus", "src", "tgt"):
+        if name not in values:
+            raise Seq2SeqError(f"{where}: the 'train' section has no {name}")
         try:
             check(name, values.get(name), str, f"{where}: the 'train' section")
         except ValueError as e:

@@ -1,0 +1,57 @@
+"""The help pages read as written: they are generated from the same declarations as the options
+(`fields.option` on TrainConfig and DecodeOptions), so a broken page is a broken declaration."""
+
+import re
+import textwrap
+
+import pytest
+
+from seq2seq.cli import app as cli
+from tests.cli_helpers import run_cli
+
+COMMANDS = [c.callback.__name__ for c in cli.app.registered_commands]
+
+
+def help_of(args, capsys, monkeypatch) -> str:
+    result = run_cli([*args, "--help"], capsys, monkeypatch)
+    assert result.code == 0, result.err
+    return result.out
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_command_s_help_reads_as_written(command, capsys, monkeypatch):
+    page = help_of([command], capsys, monkeypatch)
+    callback = next(c.callback for c in cli.app.registered_commands if c.callback.__name__ == command)
+    assert flat(textwrap.dedent(callback.__doc__)) in flat(page)  # reflowed, never cut mid-sentence
+    assert "<bool>" not in page  # a switch takes no value
+    assert not re.search(r"\S \.(\s|$)", page), "a stray space before a full stop (a cut default)"
+    assert page.count("[") == page.count("]")
+    for line in page.splitlines():
+        assert len(line) <= 80
+
+
+def test_the_help_shows_defaults_and_ranges_from_the_declarations(capsys, monkeypatch):
+    train = flat(help_of(["train"], capsys, monkeypatch))
+    assert (
+        "--weight-decay <float range> AdamW's weight decay (decoupled; every parameter). [default: 0.1;"
+        in train
+    )
+    assert "--bf16 / --fp32" in train and "--decay <str>" in train and "--world-size" not in train
+    translate = flat(help_of(["translate"], capsys, monkeypatch))
+    assert "Run directory [default: runs/<corpus>-<src>-<tgt>: runs/multi30k-en-fr]." in translate
+    assert "--beam <int> Beam size (1: greedy search). [default: 5]" in translate
+    assert (
+        "--cache / --no-cache" in translate
+        and "--layer <int> Layer of the maps, from 1 [default: last]." in translate
+    )
+
+
+def test_the_product_is_named_with_both_architectures(capsys, monkeypatch):
+    page = flat(help_of([], capsys, monkeypatch))
+    assert "a Transformer, or an RNN with attention" in page
+    for command in COMMANDS:
+        assert re.search(rf"^  {command}\s", help_of([], capsys, monkeypatch), re.M)
