@@ -4,7 +4,7 @@ model, each system in a process of its own, taking turns.
 
     python -m venv --system-site-packages /tmp/joey
     /tmp/joey/bin/pip install joeynmt==2.3.0 importlib_metadata "sentencepiece<0.2"
-    python scripts/against_joeynmt.py --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k \
+    python -m scripts.against_joeynmt --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k \
         --joeynmt-python /tmp/joey/bin/python
 
 JoeyNMT gets a venv of its own because it pins protobuf<3.21 (transformers wants a newer one) and
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import sentencepiece as spm
 import torch
-from machine import cpu  # this folder is on the path when a script runs
 
+from scripts.common import cpu
 from seq2seq.data.corpus import load_pairs
 from seq2seq.device import precision_note, use_bf16
 from seq2seq.training.checkpoint import read_metrics

@@ -3,7 +3,7 @@ of the whole training step over one epoch's batches cut two ways, pairs of one b
 random order (as runs before `order_by_sides` batch) and ordered by their source's, then
 their target's length (what `seq2seq train` does now).
 
-    python scripts/bench_batching.py --run runs/multi30k-en-fr --fp32
+    python -m scripts.bench_batching --run runs/multi30k-en-fr --fp32
 
 The epoch is the run's epoch 0 as training would batch it: its sampled sources (when the run
 samples subwords) and its token budget. One model and one training step (fused loss, fused AdamW)
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from machine import cpu  # this folder is on the path when a script runs
 
+from scripts.common import cpu
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.data import tokenized
 from seq2seq.data.batch import collate, token_batches

@@ -1,9 +1,9 @@
 """Training throughput, side by side in one process: target tokens/s of the whole training step
 (forward, backward, clipping, AdamW) for the ways the step could run, on the same batches.
 
-    python scripts/bench_train_step.py --run runs/multi30k-en-fr
-    python scripts/bench_train_step.py --run runs/multi30k-en-fr --fp32 --variants eager fused
-    python scripts/bench_train_step.py --run runs/multi30k-en-fr --variants fused concat
+    python -m scripts.bench_train_step --run runs/multi30k-en-fr
+    python -m scripts.bench_train_step --run runs/multi30k-en-fr --fp32 --variants eager fused
+    python -m scripts.bench_train_step --run runs/multi30k-en-fr --variants fused concat
 
 Variants (each its own copy of one freshly initialised model, with the run's config):
   eager     AdamW with its default update (on a CPU a loop over the parameters), as `seq2seq
@@ -34,9 +34,8 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from machine import cpu  # this folder is on the path when a script runs
-from timing import finish
 
+from scripts.common import cpu, finish
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.data import tokenized
 from seq2seq.data.batch import collate, token_batches
