@@ -1,4 +1,4 @@
-"""scripts.decoding_levers: its ensemble decodes through the package's search for every
+"""scripts.experiments.decoding_levers: its ensemble decodes through the package's search for every
 architecture (two copies of one model are that model), its coverage penalty counts only the
 positions a hypothesis decoded, and the whole measurement runs on a run directory."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from scripts import decoding_levers
+from scripts.experiments import decoding_levers
 from seq2seq.data.special import BOS_ID
 from seq2seq.decoding.forced import score_pairs
 from seq2seq.decoding.search import Hypothesis, beam_search

@@ -3,8 +3,8 @@ changes it (TrainConfig.late_dropout): SDPA's forward and backward, and the whol
 of the `small` Transformer, with a fixed and with a changing p, under PyTorch's own choice of
 kernel and under the one training makes (`models.dropout.attention_kernels`: never cuDNN's).
 
-    python -m scripts.bench_attention_dropout            # needs a CUDA device
-    python -m scripts.bench_attention_dropout --steps 20 --slow-steps 5
+    python -m scripts.experiments.bench_attention_dropout            # needs a CUDA device
+    python -m scripts.experiments.bench_attention_dropout --steps 20 --slow-steps 5
 
 cuDNN's attention builds an execution graph for each dropout probability, so under PyTorch's
 choice a changing p pays that build on every call. Prints the GPU and the CPU first; every row

@@ -1,12 +1,14 @@
 """Levers measured for decoding and not built (docs/performance.md): one decode step compiled by
 inductor against our eager step, and int8 through PyTorch 2's export flow against our eager int8.
 
-    python -m scripts.bench_compiled_step --run runs/multi30k-en-fr            # eager vs compiled
-    python -m scripts.bench_compiled_step --run runs/multi30k-en-fr --dynamic  # one graph, any rows
-    python -m scripts.bench_compiled_step --run runs/multi30k-en-fr --pt2e     # needs `pip install torchao`
-    python -m scripts.bench_compiled_step --run runs/multi30k-en-fr --packed
-    python -m scripts.bench_compiled_step --run runs/multi30k-en-fr --packed --backend eager
-    python -m scripts.bench_compiled_step --run runs/multi30k-en-fr --mode max-autotune
+    python -m scripts.experiments.bench_compiled_step --run RUN            # eager vs compiled
+    python -m scripts.experiments.bench_compiled_step --run RUN --dynamic  # one graph, any rows
+    python -m scripts.experiments.bench_compiled_step --run RUN --pt2e     # needs `pip install torchao`
+    python -m scripts.experiments.bench_compiled_step --run RUN --packed
+    python -m scripts.experiments.bench_compiled_step --run RUN --packed --backend eager
+    python -m scripts.experiments.bench_compiled_step --run RUN --mode max-autotune
+
+RUN is a run directory such as runs/multi30k-en-fr.
 
 The compiled step runs over a fixed-shape self-attention cache with a length mask (as gpt-fast and
 Hugging Face's StaticCache do), so one graph serves every position; inductor compiles it with

@@ -7,10 +7,10 @@ with a run of the reverse direction (after Yee et al. 2019, without their langua
 candidate y of source x ranked by (log p(y|x) + lambda log p(x|y)) / length penalty(y), so a
 translation that leaves part of the source out, and so explains it badly, ranks lower.
 
-    python -m scripts.decoding_levers --run ../runs/multi30k-en-fr-late \
-        --data-dir ../../shared/corpora/multi30k --ensemble ../runs/multi30k-en-fr-bf16-e4d4
-    python -m scripts.decoding_levers --run ../runs/multi30k-en-fr-late \
-        --data-dir ../../shared/corpora/multi30k --channel ../runs/multi30k-fr-en-25
+    python -m scripts.experiments.decoding_levers --run runs/multi30k-en-fr-late \
+        --data-dir ../shared/corpora/multi30k --ensemble runs/multi30k-en-fr-bf16-e4d4
+    python -m scripts.experiments.decoding_levers --run runs/multi30k-en-fr-late \
+        --data-dir ../shared/corpora/multi30k --channel runs/multi30k-fr-en-25
 
 lambda is chosen on the split itself, so its best row flatters; the row "lambda from the other half"
 is the honest one: each half of the lines reranked with the lambda that did best on the other half.

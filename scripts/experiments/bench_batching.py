@@ -3,7 +3,7 @@ of the whole training step over one epoch's batches cut two ways, pairs of one b
 random order (as runs before `order_by_sides` batch) and ordered by their source's, then
 their target's length (what `seq2seq train` does now).
 
-    python -m scripts.bench_batching --run runs/multi30k-en-fr --fp32
+    python -m scripts.experiments.bench_batching --run runs/multi30k-en-fr --fp32
 
 The epoch is the run's epoch 0 as training would batch it: its sampled sources (when the run
 samples subwords) and its token budget. One model and one training step (fused loss, fused AdamW)
