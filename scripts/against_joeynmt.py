@@ -9,7 +9,7 @@ model, each system in a process of its own, taking turns.
 
 JoeyNMT gets a venv of its own because it pins protobuf<3.21 (transformers wants a newer one) and
 calls SentencePiece's `SetVocabulary`, gone in sentencepiece 0.2; with --system-site-packages it
-runs on the same torch. It trains with the recipe of issue 5's comparison
+runs on the same torch. It trains with a standard Transformer recipe in JoeyNMT's own terms
 (Adam, inverse-sqrt warmup of 1000 steps to 7e-4, label smoothing 0.1, token batches of 4096,
 pre-LN, tied embeddings, dropout 0.1) for --minutes, with no validation in that window, and its
 log's "Tokens per Sec" lines (target tokens over training time, every 10 steps) give its figure:
@@ -50,7 +50,7 @@ def write_corpus(data_dir: str, src: str, tgt: str, out: Path) -> None:
 
 
 def joeynmt_config(work: Path, tokenizer: Path, src: str, tgt: str, batch_tokens: int) -> dict:
-    """The `small` shape and issue 5's recipe, over our tokenizer's pieces."""
+    """The `small` shape and the recipe above, over our tokenizer's pieces."""
     sp = spm.SentencePieceProcessor(model_file=str(tokenizer))
     vocab = work / "vocab.txt"
     vocab.write_text("".join(sp.id_to_piece(i) + "\n" for i in range(sp.get_piece_size())))

@@ -16,7 +16,7 @@ repository root:
     /tmp/onnxenv/bin/python -m scripts.bench_onnx --run runs/multi30k-en-fr \\
         --data-dir ../shared/corpora/multi30k
 
-A gated (SwiGLU) run, the `small` preset's default since 8690b0e, is refused in one line: its
+A gated (SwiGLU) run, the `small` preset's default, is refused in one line: its
 exported folder needs its shipped modeling_gated.py (trust_remote_code), and optimum's ONNX export
 of that remote code has not been checked against ours here; benchmark a ReLU run (the tiny
 preset, which docs/export.md's ONNX figures were measured on, or `--ffn relu`).
