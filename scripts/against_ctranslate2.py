@@ -1,5 +1,6 @@
-"""`bench_decode.py --against ctranslate2`: our decoder and the C++ engine on the same weights (the
-run exported with `seq2seq export`), the same sentences, batch size and thread count, two modes:
+"""`python -m scripts.bench_decode --against ctranslate2`: our decoder and the C++ engine on the
+same weights (the run exported with `seq2seq export`), the same sentences, batch size and thread
+count, two modes:
 
 - forced: every output exactly --forced-len pieces (ours: that many pieces, then the EOS step; the
   engine: the same number of decoder steps, since its length limit counts no EOS step; lines are
@@ -12,23 +13,22 @@ the engine's compute_type int8); bf16 where the CPU computes it natively (ours a
 engine's bfloat16). Each row: sentences/s for both (median of --repeats), their ratio, the share
 of output lines that are identical token for token, and in free mode, when the split's references
 are at hand, each side's BLEU, so that int8's cost in quality stands next to its speed.
-Ours is timed in this process, the engine in a process of its own (engine_worker.py), one after
-the other, so neither shares its cores with the other's threads.
+Ours is timed in this process, the engine in a process of its own (scripts/engine_worker.py),
+one after the other, so neither shares its cores with the other's threads.
 Beam search agrees less often than greedy: the engine divides scores by length^alpha, we by
-((5 + length) / 6)^alpha. Hugging Face `generate()` on the same weights follows (against_hf.py).
+((5 + length) / 6)^alpha. Hugging Face `generate()` on the same weights follows
+(scripts/against_hf.py).
 """
 
 import contextlib
-import json
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
-from against_hf import generate, hf_model
 
+from scripts.against_hf import generate, hf_model
+from scripts.common import time_ctranslate2
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.device import use_bf16
 from seq2seq.evaluate import score
@@ -100,7 +100,7 @@ def compare(model, tokenizer, run: str, sources, references, args, measure) -> N
                             "max_decoding_length": engine_len or 256,
                         }
                     )
-            engine = _engine(engine_dir, compute_type, pieces, jobs, args)
+            engine = time_ctranslate2(engine_dir, compute_type, pieces, jobs, args)
             for (mode, beam, ours_len, ours_s, ours_out), (engine_s, engine_pieces) in zip(
                 timed, engine, strict=True
             ):
@@ -152,25 +152,3 @@ def _bleu(tokenizer, references):
     if references is None:
         return lambda outputs: ""
     return lambda outputs: f"{score(tokenizer.decode(outputs), references).bleu:.2f}"
-
-
-def _engine(engine_dir: Path, compute_type: str, pieces, jobs: list[dict], args) -> list[tuple]:
-    """(median seconds, outputs as piece lists) per job, from the engine in its own process
-    (engine_worker.py), so that no PyTorch shares its cores."""
-    request = {
-        "model": str(engine_dir),
-        "compute_type": compute_type,
-        "threads": args.threads,
-        "batch_size": args.batch_size,
-        "repeats": args.repeats,
-        "jobs": jobs,
-        "pieces": pieces,
-    }
-    worker = Path(__file__).with_name("engine_worker.py")
-    proc = subprocess.run(
-        [sys.executable, str(worker)], input=json.dumps(request), capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"the CTranslate2 worker failed: {proc.stderr.strip()[-2000:]}")
-    answers = [json.loads(line) for line in proc.stdout.splitlines()]
-    return [(a["seconds"], a["outputs"]) for a in answers]

@@ -1,4 +1,5 @@
-"""`bench_decode.py --against ctranslate2`'s second peer: Hugging Face `generate()` on the same weights.
+"""`python -m scripts.bench_decode --against ctranslate2`'s second peer: Hugging Face `generate()` on
+the same weights.
 
 The model is the one `seq2seq export --to huggingface` writes, built by the exporter's own mapping
 (`seq2seq.export.huggingface.hf_model`, one place): Pegasus for pre-LN runs, Marian for post-LN
@@ -8,8 +9,8 @@ equal ours to 1e-3, or the peer is not run.
 """
 
 import torch
-from timing import length_sorted_batches, median_time
 
+from scripts.common import length_sorted_batches, median_time
 from seq2seq.data.batch import pad
 from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
 

@@ -4,12 +4,12 @@ model, each system in a process of its own, taking turns.
 
     python -m venv --system-site-packages /tmp/joey
     /tmp/joey/bin/pip install joeynmt==2.3.0 importlib_metadata "sentencepiece<0.2"
-    python scripts/against_joeynmt.py --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k \
+    python -m scripts.against_joeynmt --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k \
         --joeynmt-python /tmp/joey/bin/python
 
 JoeyNMT gets a venv of its own because it pins protobuf<3.21 (transformers wants a newer one) and
 calls SentencePiece's `SetVocabulary`, gone in sentencepiece 0.2; with --system-site-packages it
-runs on the same torch. It trains with the recipe of issue 5's comparison
+runs on the same torch. It trains with a standard Transformer recipe in JoeyNMT's own terms
 (Adam, inverse-sqrt warmup of 1000 steps to 7e-4, label smoothing 0.1, token batches of 4096,
 pre-LN, tied embeddings, dropout 0.1) for --minutes, with no validation in that window, and its
 log's "Tokens per Sec" lines (target tokens over training time, every 10 steps) give its figure:
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import sentencepiece as spm
 import torch
-from machine import cpu  # this folder is on the path when a script runs
 
+from scripts.common import cpu
 from seq2seq.data.corpus import load_pairs
 from seq2seq.device import precision_note, use_bf16
 from seq2seq.training.checkpoint import read_metrics
@@ -50,7 +50,7 @@ def write_corpus(data_dir: str, src: str, tgt: str, out: Path) -> None:
 
 
 def joeynmt_config(work: Path, tokenizer: Path, src: str, tgt: str, batch_tokens: int) -> dict:
-    """The `small` shape and issue 5's recipe, over our tokenizer's pieces."""
+    """The `small` shape and the recipe above, over our tokenizer's pieces."""
     sp = spm.SentencePieceProcessor(model_file=str(tokenizer))
     vocab = work / "vocab.txt"
     vocab.write_text("".join(sp.id_to_piece(i) + "\n" for i in range(sp.get_piece_size())))

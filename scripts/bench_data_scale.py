@@ -1,7 +1,7 @@
 """Start-up time and peak memory of `train` on a large synthetic corpus (default 2M pairs).
 
-    python scripts/bench_data_scale.py --pairs 2000000 --work /tmp/scale
-    python scripts/bench_data_scale.py --pairs 2000000 --work /tmp/scale --before ../old-checkout
+    python -m scripts.bench_data_scale --pairs 2000000 --work /tmp/scale
+    python -m scripts.bench_data_scale --pairs 2000000 --work /tmp/scale --before ../old-checkout
 
 It writes the corpus once under --work (`train.tsv`, `val.tsv`: made-up words with a word-by-word
 "translation", seeded; nothing is committed), trains one tokenizer on it (timed and measured
@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from machine import cpu  # this folder is on the path when a script runs
+
+from scripts.common import REPO, cpu
 
 CHILD = """
 import json, os, resource, sys, time
@@ -98,7 +99,6 @@ def main() -> None:
     p.add_argument("--work", type=Path, default=Path("/tmp/seq2seq-scale"))
     p.add_argument("--before", type=Path, help="another checkout to measure side by side")
     args = p.parse_args()
-    here = Path(__file__).resolve().parent.parent
     print(f"CPU: {cpu()}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
     tick = time.time()
     corpus = make_corpus(args.work / "corpus", args.pairs)
@@ -111,7 +111,7 @@ def main() -> None:
         print(f"tokenizer: {seconds:.0f} s, peak RSS {peak:.2f} GiB (shared by all starts)")
     print("\n| code | start | seconds to the first step | peak RSS GiB | largest worker GiB |")
     print("|---|---|---|---|---|")
-    for name, checkout in (("before", args.before), ("this checkout", here)):
+    for name, checkout in (("before", args.before), ("this checkout", REPO)):
         if checkout is None:
             continue
         run = args.work / f"run-{name.replace(' ', '-')}"

@@ -1,8 +1,8 @@
 """Decoding speed: sentences/s and tokens/s for greedy and beam search, cached and uncached.
 
-    python scripts/bench_decode.py --preset small --sentences 1000 --min-len 20 --max-len 20
-    python scripts/bench_decode.py --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
-    python scripts/bench_decode.py --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k \
+    python -m scripts.bench_decode --preset small --sentences 1000 --min-len 20 --max-len 20
+    python -m scripts.bench_decode --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
+    python -m scripts.bench_decode --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k \
         --against ctranslate2     # + int8 (and bf16 where native) rows, BLEU, and HF generate()
 
 With --lengths 10 20 50 100 it adds a table of time per sentence against output length.
@@ -18,9 +18,8 @@ import resource
 import statistics
 
 import torch
-from machine import cpu  # this folder is on the path when a script runs
-from timing import length_sorted_batches, median_time
 
+from scripts.common import cpu, length_sorted_batches, median_time
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.data.batch import pad
 from seq2seq.data.corpus import load_pairs
@@ -46,7 +45,7 @@ def main() -> None:
     if args.against:
         if tokenizer is None:
             raise SystemExit("--against needs --run (the weights to export and the tokenizer)")
-        from against_ctranslate2 import compare
+        from scripts.against_ctranslate2 import compare
 
         compare(model, tokenizer, args.run, sources, references, args, measure)
         return

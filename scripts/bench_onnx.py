@@ -4,16 +4,19 @@ exported with `seq2seq export --to huggingface`, that directory is converted to 
 and the three decode the same sentences in the same length-sorted batches, each output forced to
 exactly --forced-len pieces (then EOS), so that every engine does the same work whatever the
 model's quality. The engines take turns, one pass each per repeat; each figure is the median.
+CTranslate2 runs in a process of its own (scripts/engine_worker.py, started for each pass), as
+`python -m scripts.bench_decode --against ctranslate2` times it: no PyTorch shares its cores.
 
 optimum-onnx pins transformers < 4.58, so this runs in an environment of its own, which sees the
-installed seq2seq (and its ct2 and hf extras) through --system-site-packages:
+installed seq2seq (and its ct2 and hf extras) through --system-site-packages; from the
+repository root:
 
     python -m venv --system-site-packages /tmp/onnxenv
     /tmp/onnxenv/bin/pip install "optimum-onnx[onnxruntime]"
-    /tmp/onnxenv/bin/python scripts/bench_onnx.py --run runs/multi30k-en-fr \\
+    /tmp/onnxenv/bin/python -m scripts.bench_onnx --run runs/multi30k-en-fr \\
         --data-dir ../shared/corpora/multi30k
 
-A gated (SwiGLU) run, the `small` preset's default since 8690b0e, is refused in one line: its
+A gated (SwiGLU) run, the `small` preset's default, is refused in one line: its
 exported folder needs its shipped modeling_gated.py (trust_remote_code), and optimum's ONNX export
 of that remote code has not been checked against ours here; benchmark a ReLU run (the tiny
 preset, which docs/export.md's ONNX figures were measured on, or `--ffn relu`).
@@ -26,11 +29,10 @@ import tempfile
 from pathlib import Path
 
 import torch
-from against_ctranslate2 import _engine
-from against_hf import generate
-from bench_decode import measure
-from machine import cpu
 
+from scripts.against_hf import generate
+from scripts.bench_decode import measure
+from scripts.common import cpu, time_ctranslate2
 from seq2seq.data.batch import pad
 from seq2seq.data.corpus import load_pairs
 from seq2seq.data.special import BOS_ID, PAD_ID
@@ -77,12 +79,7 @@ def main() -> None:
         )
         gap = difference(ort, model, sources)
         print(f"ONNX model of the exported directory: teacher-forced logits within {gap:.1e} of ours")
-        engine = ctranslate2.Translator(
-            str(export_ctranslate2(args.run, Path(tmp) / "ct2")),
-            device="cpu",
-            intra_threads=args.threads,
-            inter_threads=1,
-        )
+        engine_dir = export_ctranslate2(args.run, Path(tmp) / "ct2")
         pieces = [tokenizer.id_pieces(ids[:-1]) for ids in sources]  # the engine adds </s>
         print(f"load average before: {os.getloadavg()[0]:.1f} (the machine's other work slows every engine)")
         print("| search | seq2seq sent/s | ONNX Runtime sent/s | CTranslate2 sent/s | identical: ORT | CT2 |")
@@ -90,15 +87,16 @@ def main() -> None:
         once = argparse.Namespace(**{**vars(args), "repeats": 1})
         for beam in args.beams:
             options = DecodeOptions(beam=beam, min_len=steps, max_len=steps, batch_size=args.batch_size)
-            limits = {"min_decoding_length": steps + 1, "max_decoding_length": steps + 1}
+            job = {"beam": beam, "min_decoding_length": steps + 1, "max_decoding_length": steps + 1}
             times = {"ours": [], "ort": [], "ct2": []}
             for _ in range(args.repeats):  # interleaved, so that a change of load hits all three alike
                 seconds, _, ours = measure(model, sources, options, 1)
                 times["ours"].append(seconds)
                 seconds, ort_out = generate(ort, sources, beam, once, steps + 1)  # + the EOS step, as ours
                 times["ort"].append(seconds)
-                seconds, ct2_out = _engine(engine, tokenizer, pieces, beam, once, limits)
+                [(seconds, ct2_pieces)] = time_ctranslate2(engine_dir, "float32", pieces, [job], once)
                 times["ct2"].append(seconds)
+                ct2_out = [[tokenizer.sp.PieceToId(p) for p in out] for out in ct2_pieces]
             same = [
                 sum(a[:steps] == b for a, b in zip(out, ours, strict=True)) / n for out in (ort_out, ct2_out)
             ]

@@ -1,6 +1,6 @@
 """Load on `seq2seq serve`: N concurrent clients, each sending one test sentence per request.
 
-    python scripts/bench_serve.py --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
+    python -m scripts.bench_serve --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
 
 First the reference: the same sentences through the library's `translate` in one process, in
 length-sorted batches (what `seq2seq translate --input FILE` does, startup excluded), timed
@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 import torch
-from machine import cpu  # this folder is on the path when a script runs
 
+from scripts.common import cpu
 from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.training.checkpoint import load_run
 

@@ -1,30 +1,26 @@
 """Training throughput, side by side in one process: target tokens/s of the whole training step
 (forward, backward, clipping, AdamW) for the ways the step could run, on the same batches.
 
-    python scripts/bench_train_step.py --run runs/multi30k-en-fr
-    python scripts/bench_train_step.py --run runs/multi30k-en-fr --fp32 --variants eager fused
-    python scripts/bench_train_step.py --run runs/multi30k-en-fr --variants fused concat
+    python -m scripts.bench_train_step --run runs/multi30k-en-fr
+    python -m scripts.bench_train_step --run runs/multi30k-en-fr --fp32 --variants eager fused
+    python -m scripts.bench_train_step --run runs/multi30k-en-fr --variants fused torchloss allpositions
 
 Variants (each its own copy of one freshly initialised model, with the run's config):
-  eager     AdamW with its default update (on a CPU a loop over the parameters), as `seq2seq
-            train` did before commit 9b24ce0, with today's loss
+  eager     AdamW with its default update (on a CPU a loop of operator calls over the
+            parameters) and the fused loss: against fused, what the fused update saves
   fused     what `seq2seq train` uses (`training.train.adamw`): one kernel per parameter group,
             and the fused loss (`training.loss`)
   torchloss the fused AdamW with PyTorch's `F.cross_entropy` (label smoothing, ignore_index) as
-            the loss, what `seq2seq train` used before the fused loss
+            the loss: against fused, what the fused loss saves
   allpositions  the fused step projecting every target position to the vocabulary, padding
-            included, as `seq2seq train` did before it kept the real ones alone
-  rdrop     the fused step with R-Drop (`train --r-drop 5`): each batch through the model twice;
-            its target tokens/s counts each distinct token once, so its ratio is the cost
-  concat    the fused step on batches of the epoch with half its pairs joined two by two
-            (`train --concat 0.5`, data/joining.py): batches of its own, cut the same way
+            included: against fused, what projecting the real positions alone saves
   compiled  the forward and loss under torch.compile (inductor, dynamic shapes: one graph serves
             every batch shape), with the fused AdamW; its compile time is printed apart
 
 The batches are the first ones of the run's epoch 0 (its tokenized training set, its token
-budget); every variant but concat trains on the same ones, the variants take turns (round-robin, one batch
-each, the order rotating), so a noisy neighbour spoils all of them alike. Prints the CPU and its
-flags first (and the GPU with `--device cuda`).
+budget, ordered by the sides as `seq2seq train` cuts them); every variant trains on the same ones,
+the variants take turns (round-robin, one batch each, the order rotating), so a noisy neighbour
+spoils all of them alike. Prints the CPU and its flags first (and the GPU with `--device cuda`).
 """
 
 import argparse
@@ -34,18 +30,15 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from machine import cpu  # this folder is on the path when a script runs
-from timing import finish
 
+from scripts.common import cpu, finish
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.data import tokenized
 from seq2seq.data.batch import collate, token_batches
 from seq2seq.data.special import PAD_ID
 from seq2seq.device import autocast, use_bf16
 from seq2seq.models.registry import ModelConfig, build_model, config_from_dict
-from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World
-from seq2seq.training.epoch import epoch_pairs
 from seq2seq.training.loss import smoothed_cross_entropy
 from seq2seq.training.step import TrainStep
 from seq2seq.training.train import adamw
@@ -75,8 +68,7 @@ def trainer(config: ModelConfig, variant: str, precision, device: torch.device) 
         optimizer = adamw(model, lr=1e-4)
     forward = torch.compile(model, dynamic=True) if variant == "compiled" else model
     step = {"torchloss": TorchLossStep, "allpositions": AllPositionsStep}.get(variant, TrainStep)
-    r_drop = 5.0 if variant == "rdrop" else 0.0
-    return step(forward, optimizer, World(), precision, clip_norm=1.0, smoothing=0.1, r_drop=r_drop)
+    return step(forward, optimizer, World(), precision, clip_norm=1.0, smoothing=0.1)
 
 
 def main() -> None:
@@ -99,7 +91,7 @@ def main() -> None:
     max_tokens = saved["train"]["max_tokens"]
     train_set = tokenized.load(next((run / "tokenized").iterdir()))
     device = torch.device(args.device)
-    batches = {v: epoch_batches(train_set, v, max_tokens, config.max_positions, args) for v in args.variants}
+    batches = epoch_batches(train_set, max_tokens, config.max_positions, args)
     precision = autocast(device, not args.fp32)
     bf16 = use_bf16(device, not args.fp32)
     print(f"CPU: {cpu()}; torch {torch.__version__}; {args.threads} threads")
@@ -111,14 +103,14 @@ def main() -> None:
     steps = {v: trainer(config, v, precision, device) for v in args.variants}
     for variant, step in steps.items():  # the warm-up batches: compilation happens here
         tick = time.perf_counter()
-        for batch in batches[variant][: args.warmup]:
+        for batch in batches[: args.warmup]:
             step(batch, lr=1e-4)
         finish(device)
         warm = time.perf_counter() - tick
         print(f"{variant}: first {args.warmup} batches (warm-up, compilation) {warm:.1f} s")
     seconds = dict.fromkeys(steps, 0.0)
-    timed = min(len(b) for b in batches.values()) - args.warmup  # a short epoch may have fewer
-    tokens = {v: sum(b.n_tokens for b in batches[v][args.warmup : args.warmup + timed]) for v in steps}
+    timed = len(batches) - args.warmup  # a short epoch may have fewer than --batches
+    tokens = sum(b.n_tokens for b in batches[args.warmup :])
     names = list(steps)
     for i in range(timed):
         # the order rotates batch by batch: on CUDA with bf16 autocast whichever variant went
@@ -126,23 +118,25 @@ def main() -> None:
         for variant in names[i % len(names) :] + names[: i % len(names)]:
             step = steps[variant]
             tick = time.perf_counter()
-            step(batches[variant][args.warmup + i], lr=1e-4)
+            step(batches[args.warmup + i], lr=1e-4)
             finish(device)
             seconds[variant] += time.perf_counter() - tick
-    base = tokens[names[0]] / seconds[names[0]]
+    base = tokens / seconds[names[0]]
     print(f"| variant | target tokens/s | vs {names[0]} |")
     print("|---|---|---|")
     for variant, s in seconds.items():
-        print(f"| {variant} | {tokens[variant] / s:,.0f} | {tokens[variant] / s / base:.2f} |")
+        print(f"| {variant} | {tokens / s:,.0f} | {tokens / s / base:.2f} |")
 
 
-def epoch_batches(train_set, variant: str, max_tokens: int, max_positions: int, args) -> list:
-    """The first batches of epoch 0 that `variant` trains on (its stored pieces, half of them joined
-    for concat, as `seq2seq train` reads an epoch), on the device."""
-    recipe = TrainConfig(subword_alpha=0.0, concat=0.5 if variant == "concat" else 0.0, seed=1)
-    pairs, rows = epoch_pairs(train_set, None, recipe, epoch=0, max_len=max_positions)
-    indices = token_batches(pairs.lengths, max_tokens, seed=1, epoch=0)[: args.warmup + args.batches]
-    return [collate(*rows(i), max_positions).to(torch.device(args.device)) for i in indices]
+def epoch_batches(train_set, max_tokens: int, max_positions: int, args) -> list:
+    """The first batches of epoch 0 (the stored pieces, no subword draw), cut and ordered as
+    `seq2seq train` cuts an epoch, on the device."""
+    sides = train_set.side_lengths()
+    indices = token_batches(train_set.lengths, max_tokens, seed=1, epoch=0, then_by=sides)
+    return [
+        collate(*train_set.rows(i), max_positions).to(torch.device(args.device))
+        for i in indices[: args.warmup + args.batches]
+    ]
 
 
 if __name__ == "__main__":

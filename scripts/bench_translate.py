@@ -1,6 +1,6 @@
 """Speed of the `seq2seq translate --input FILE` command itself, startup excluded by difference.
 
-    python scripts/bench_translate.py --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
+    python -m scripts.bench_translate --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
 
 Each repeat times the command on the whole file and on its first line alone (same options); the
 one-line run pays the same startup (Python, torch, loading the run), so

@@ -1,8 +1,8 @@
 """The README's three-way table: the Transformer and the two RNN attentions, trained on the same data
 with the same wall-clock budget on the same machine, then scored the same way.
 
-    python scripts/compare_architectures.py --data-dir ../shared/corpora/multi30k --minutes 50
-    python scripts/compare_architectures.py --data-dir ../shared/corpora/multi30k --skip-training
+    python -m scripts.compare_architectures --data-dir ../shared/corpora/multi30k --minutes 50
+    python -m scripts.compare_architectures --data-dir ../shared/corpora/multi30k --skip-training
 
 Each system trains (`small` preset of its architecture, the default recipe otherwise) into
 runs/compare-<name>; an existing run resumes instead of starting over. Then each best checkpoint
@@ -16,9 +16,8 @@ import argparse
 import json
 from pathlib import Path
 
-from machine import cpu  # this folder is on the path when a script runs
-from reproduce_results import seq2seq
-
+from scripts.common import cpu
+from scripts.reproduce_results import seq2seq
 from seq2seq.training.checkpoint import load_run, read_metrics
 
 SYSTEMS = {  # name -> train options beyond the shared recipe

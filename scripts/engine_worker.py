@@ -2,7 +2,8 @@
 process compete for the same cores (measured on an AVX512 machine, running the engine beside
 PyTorch halved its speed), and a user runs the engine alone.
 
-against_ctranslate2.py starts it with a JSON request on stdin:
+scripts.common.time_ctranslate2 starts it (`python -m scripts.engine_worker`) with a JSON request
+on stdin:
     {"model": dir, "compute_type": ..., "threads": n, "batch_size": n, "repeats": n,
      "jobs": [{"beam": k, "min_decoding_length": a, "max_decoding_length": b}, ...],
      "pieces": [[piece, ...], ...]}
@@ -13,7 +14,8 @@ import json
 import sys
 
 import ctranslate2
-from timing import median_time  # this folder is on the path when a script runs
+
+from scripts.common import median_time
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """The attention explorer's pictures in docs/: the served page and an --attention-html file, each
 taken in headless Debian chromium (Playwright) with an output or a source piece hovered.
 
-    python scripts/explorer_screenshots.py --run runs/multi30k-en-fr --out docs
+    python -m scripts.explorer_screenshots --run runs/multi30k-en-fr --out docs
 """
 
 import argparse

@@ -1,7 +1,7 @@
 """Validation BLEU against training minutes, for results entries or run directories side by side.
 
-    python scripts/plot_curves.py en-fr en-fr-bf16 en-fr-avx2-default --out docs/minutes.png
-    python scripts/plot_curves.py runs/multi30k-en-fr runs/other --bleu 55 --out /tmp/curves.png
+    python -m scripts.plot_curves en-fr en-fr-bf16 en-fr-avx2-default --out docs/minutes.png
+    python -m scripts.plot_curves runs/multi30k-en-fr runs/other --bleu 55 --out /tmp/curves.png
 
 Each name is an entry of docs/results.json (the metrics.jsonl rows a reproduce run kept) or a run
 directory (its metrics.jsonl now). It prints, per name, the minutes to the first validation at
@@ -12,11 +12,12 @@ import argparse
 import json
 from pathlib import Path
 
+from scripts.common import REPO
 from seq2seq.errors import Seq2SeqError
 from seq2seq.training.checkpoint import read_metrics
 from seq2seq.views import plots
 
-RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results.json"
+RESULTS = REPO / "docs" / "results.json"
 
 
 def curves(names: list[str], results_file: Path = RESULTS) -> dict[str, list[dict]]:

@@ -1,12 +1,12 @@
 """Reproduce the README's results table end to end: train each pair, score it, and keep the evidence.
 
-    python scripts/reproduce_results.py --data-dir ../shared/corpora/multi30k
-    python scripts/reproduce_results.py --data-dir ../shared/corpora/multi30k --pairs en-fr --minutes 50
-    python scripts/reproduce_results.py --pairs en-fr --entry en-fr-avx2 --data-dir ...  # a second CPU
-    python scripts/reproduce_results.py --tag avx2 --data-dir ...  # every pair again, beside the first
-    python scripts/reproduce_results.py --pairs en-fr --entry en-fr-cool --data-dir ... --train --decay rsqrt
-    python scripts/reproduce_results.py --table      # the table again, from docs/results.json alone
-    python scripts/reproduce_results.py --table en-fr-avx2 en-de-avx2   # of those entries only
+    python -m scripts.reproduce_results --data-dir ../shared/corpora/multi30k
+    python -m scripts.reproduce_results --data-dir ../shared/corpora/multi30k --pairs en-fr --minutes 50
+    python -m scripts.reproduce_results --pairs en-fr --entry en-fr-avx2 --data-dir ...  # a second CPU
+    python -m scripts.reproduce_results --tag avx2 --data-dir ...  # every pair again, beside the first
+    python -m scripts.reproduce_results --pairs en-fr --entry en-fr-cool --data-dir ... --train --decay rsqrt
+    python -m scripts.reproduce_results --table      # the table again, from docs/results.json alone
+    python -m scripts.reproduce_results --table en-fr-avx2 en-de-avx2   # of those entries only
 
 Each pair trains with the default recipe (`seq2seq train --max-minutes 50`, the `small` preset)
 into runs/multi30k-<src>-<tgt>; an existing run resumes instead of starting over, and
@@ -30,14 +30,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import machine
 import torch
 
+from scripts import common
 from seq2seq.atomic import write_atomic
 from seq2seq.data.corpus import MULTI30K_LANGS
 from seq2seq.training.checkpoint import load_config, read_metrics
 
-RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results.json"
+RESULTS = common.REPO / "docs" / "results.json"
 PAIRS = ["en-fr", "en-de", "en-cs"]
 SPLITS = ("test_2016_flickr", "test_2017_flickr")
 SEARCHES = {"greedy": ["--greedy"], "beam5": ["--beam", "5"]}
@@ -81,7 +81,7 @@ def reproduce(
         "command": "seq2seq " + " ".join(command),
         "commit": trained_at,
         "date": datetime.date.today().isoformat(),
-        "cpu": machine.cpu(),
+        "cpu": common.cpu(),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "config": load_config(run),

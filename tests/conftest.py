@@ -1,9 +1,7 @@
 """Shared fixtures: tiny models and small corpora written into tmp_path, never the repo."""
 
 import gzip
-import importlib
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -88,19 +86,3 @@ def write_multi30k(folder: Path, sizes: dict[str, int], langs=("en", "fr"), gz: 
 @pytest.fixture
 def corpus_dir(tmp_path: Path) -> Path:
     return write_multi30k(tmp_path / "corpus", {"train": 60, "val": 12, "test_2016_flickr": 12})
-
-
-@pytest.fixture
-def scripts(monkeypatch):
-    """Imports a module of scripts/ by name, `scripts("plot_curves")`, with that folder on the path
-    (the scripts import their neighbours, such as machine.py); forgotten after the test."""
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "scripts"))
-    names: list[str] = []
-
-    def load(name: str):
-        names.append(name)
-        return importlib.import_module(name)
-
-    yield load
-    for name in names:
-        sys.modules.pop(name, None)

@@ -347,11 +347,12 @@ def test_without_transformers_the_error_says_what_to_install(run_dir, tmp_path, 
     assert not (tmp_path / "hf").exists()
 
 
-def test_the_benchmark_s_hugging_face_peer_is_ours_or_skipped_with_the_reason(scripts):
-    """scripts/bench_decode.py --against ctranslate2 times HF generate() on the exported weights,
+def test_the_benchmark_s_hugging_face_peer_is_ours_or_skipped_with_the_reason():
+    """`python -m scripts.bench_decode --against ctranslate2` times HF generate() on the exported weights,
     gated blocks included; a model transformers cannot hold is a one-line skip there, never a crash
     after the engine's rows."""
-    against_hf = scripts("against_hf")
+    from scripts import against_hf
+
     hf, note = against_hf.hf_model(tiny_model(vocab_size=40))
     assert hf is not None and "teacher-forced logits within" in note
     hf, note = against_hf.hf_model(tiny_model(vocab_size=40, ffn="swiglu"))
@@ -388,10 +389,11 @@ def test_a_gated_class_built_from_a_config_initialises_its_gated_blocks_as_every
         assert not layer.fc1.bias.any()
 
 
-def test_the_onnx_benchmark_refuses_a_gated_run_in_one_line(scripts, tmp_path, monkeypatch):
-    """scripts/bench_onnx.py would hand optimum a gated folder's remote code, unchecked against ours:
+def test_the_onnx_benchmark_refuses_a_gated_run_in_one_line(tmp_path, monkeypatch):
+    """scripts.bench_onnx would hand optimum a gated folder's remote code, unchecked against ours:
     it says so before importing optimum or loading anything; a ReLU run passes the check."""
-    bench_onnx = scripts("bench_onnx")
+    from scripts import bench_onnx
+
     tokenizer = caption_tokenizer(tmp_path / "tokenizer.model")
     relu = write_run(tmp_path / "relu", lambda v: tiny_model(vocab_size=v), tokenizer)
     gated = write_run(tmp_path / "gated", lambda v: tiny_model(vocab_size=v, ffn="swiglu"), tokenizer)

@@ -3,8 +3,8 @@ changes it (TrainConfig.late_dropout): SDPA's forward and backward, and the whol
 of the `small` Transformer, with a fixed and with a changing p, under PyTorch's own choice of
 kernel and under the one training makes (`models.dropout.attention_kernels`: never cuDNN's).
 
-    python scripts/bench_attention_dropout.py            # needs a CUDA device
-    python scripts/bench_attention_dropout.py --steps 20 --slow-steps 5
+    python -m scripts.experiments.bench_attention_dropout            # needs a CUDA device
+    python -m scripts.experiments.bench_attention_dropout --steps 20 --slow-steps 5
 
 cuDNN's attention builds an execution graph for each dropout probability, so under PyTorch's
 choice a changing p pays that build on every call. Prints the GPU and the CPU first; every row
@@ -18,10 +18,10 @@ from contextlib import nullcontext
 
 import torch
 import torch.nn.functional as F
-from machine import cpu  # this folder is on the path when a script runs
 from torch.nn.attention import SDPBackend
 
 import seq2seq.models.transformer as transformer
+from scripts.common import cpu
 from seq2seq.models.dropout import attention_kernels
 from seq2seq.models.transformer import Transformer, TransformerConfig
 

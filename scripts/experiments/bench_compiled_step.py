@@ -1,12 +1,14 @@
 """Levers measured for decoding and not built (docs/performance.md): one decode step compiled by
 inductor against our eager step, and int8 through PyTorch 2's export flow against our eager int8.
 
-    python scripts/bench_compiled_step.py --run runs/multi30k-en-fr            # eager vs compiled
-    python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --dynamic  # one graph, any rows
-    python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --pt2e     # needs `pip install torchao`
-    python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --packed
-    python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --packed --backend eager
-    python scripts/bench_compiled_step.py --run runs/multi30k-en-fr --mode max-autotune
+    python -m scripts.experiments.bench_compiled_step --run RUN            # eager vs compiled
+    python -m scripts.experiments.bench_compiled_step --run RUN --dynamic  # one graph, any rows
+    python -m scripts.experiments.bench_compiled_step --run RUN --pt2e     # needs `pip install torchao`
+    python -m scripts.experiments.bench_compiled_step --run RUN --packed
+    python -m scripts.experiments.bench_compiled_step --run RUN --packed --backend eager
+    python -m scripts.experiments.bench_compiled_step --run RUN --mode max-autotune
+
+RUN is a run directory such as runs/multi30k-en-fr.
 
 The compiled step runs over a fixed-shape self-attention cache with a length mask (as gpt-fast and
 Hugging Face's StaticCache do), so one graph serves every position; inductor compiles it with
@@ -24,10 +26,10 @@ import argparse
 import math
 import time
 
-import machine
 import torch
 import torch._inductor.config as inductor
 
+from scripts import common
 from seq2seq.models.feed_forward import outer_linears
 from seq2seq.models.packed import PackedLinear, pack
 from seq2seq.models.quantize import quantize
@@ -177,7 +179,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    print(f"{machine.cpu()}, torch {torch.__version__}, {args.threads} threads")
+    print(f"{common.cpu()}, torch {torch.__version__}, {args.threads} threads")
     model, _ = load_run(args.run)
     if model.cfg.arch != "transformer":
         raise SystemExit("the compiled step is written for the Transformer")

@@ -1,15 +1,18 @@
-"""How a batching order changes training throughput, side by side in one process: target tokens/s
-of the whole training step over one epoch's batches cut two ways, pairs of one batching length in
-random order (as runs before `order_by_sides` batch) and ordered by their source's, then
-their target's length (what `seq2seq train` does now).
+"""How the order of pairs inside a batching length changes training throughput, side by side in one
+process: target tokens/s of the whole training step over one epoch's batches cut two ways, pairs of
+one batching length (the longer side + EOS) in random order ("random ties"), and ordered by their
+source's, then their target's length before the random tie-break ("by the sides", as fairseq
+orders its batches and `seq2seq train` cuts them). Ordering by the sides pads each side less in as
+many batches; this measures what that is worth in a step.
 
-    python scripts/bench_batching.py --run runs/multi30k-en-fr --fp32
+    python -m scripts.experiments.bench_batching --run runs/multi30k-en-fr --fp32
 
-The epoch is the run's epoch 0 as training would batch it: its sampled sources (when the run
-samples subwords) and its token budget. One model and one training step (fused loss, fused AdamW)
-take the two orders' batches in turn, batch i of one then batch i of the other (each order's
-batches are shuffled, so the first N of each are a random sample of its epoch), so a noisy
-neighbour spoils both alike. Prints the CPU and its flags first, and each order's padding.
+The epoch is the run's epoch 0 as training would batch it (`training.epoch.epoch_pairs`): its
+sampled sources (when the run samples subwords) and its token budget. One model and one training
+step (fused loss, fused AdamW) take the two orders' batches in turn, batch i of one then batch i of
+the other (each order's batches are shuffled, so the first N of each are a random sample of its
+epoch), so a noisy neighbour spoils both alike. Prints the CPU and its flags first, and each
+order's padding.
 """
 
 import argparse
@@ -19,16 +22,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from machine import cpu  # this folder is on the path when a script runs
 
+from scripts.common import cpu
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.data import tokenized
 from seq2seq.data.batch import collate, token_batches
-from seq2seq.data.sampling import SampledPairs
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.device import autocast
 from seq2seq.models.registry import build_model, config_from_dict
+from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World
+from seq2seq.training.epoch import epoch_pairs
 from seq2seq.training.step import TrainStep
 from seq2seq.training.train import adamw
 
@@ -52,13 +56,11 @@ def main() -> None:
     saved = json.loads((run / "config.json").read_text())
     config, train = config_from_dict(saved["model"]), saved["train"]
     train_set = tokenized.load(next((run / "tokenized").iterdir()))
-    source, rows = train_set, train_set.rows
-    alpha, target_alpha = train.get("subword_alpha", 0.0), train.get("target_subword_alpha", 0.0)
-    if alpha > 0 or target_alpha > 0:
-        tokenizer = Tokenizer(run / "tokenizer.model")
-        limit = config.max_positions - 1
-        source = SampledPairs(train_set, tokenizer, alpha, train["seed"], 0, None, 1, target_alpha, limit)
-        rows = source.rows
+    alpha = train.get("subword_alpha", 0.0)
+    tokenizer = Tokenizer(run / "tokenizer.model") if alpha > 0 else None
+    recipe = TrainConfig(subword_alpha=alpha, seed=train["seed"])
+    source = epoch_pairs(train_set, tokenizer, recipe, epoch=0)
+    rows = source.rows
     src, tgt = source.side_lengths()
     seed, budget = train["seed"], train["max_tokens"]
     orders = {

@@ -7,10 +7,10 @@ with a run of the reverse direction (after Yee et al. 2019, without their langua
 candidate y of source x ranked by (log p(y|x) + lambda log p(x|y)) / length penalty(y), so a
 translation that leaves part of the source out, and so explains it badly, ranks lower.
 
-    cd scripts && python decoding_levers.py --run ../runs/multi30k-en-fr-late \
-        --data-dir ../../shared/corpora/multi30k --ensemble ../runs/multi30k-en-fr-bf16-e4d4
-    cd scripts && python decoding_levers.py --run ../runs/multi30k-en-fr-late \
-        --data-dir ../../shared/corpora/multi30k --channel ../runs/multi30k-fr-en-25
+    python -m scripts.experiments.decoding_levers --run runs/multi30k-en-fr-late \
+        --data-dir ../shared/corpora/multi30k --ensemble runs/multi30k-en-fr-bf16-e4d4
+    python -m scripts.experiments.decoding_levers --run runs/multi30k-en-fr-late \
+        --data-dir ../shared/corpora/multi30k --channel runs/multi30k-fr-en-25
 
 lambda is chosen on the split itself, so its best row flatters; the row "lambda from the other half"
 is the honest one: each half of the lines reranked with the lambda that did best on the other half.
@@ -28,13 +28,13 @@ import platform
 import time
 from pathlib import Path
 
-import machine
 import numpy as np
 import sacrebleu
 import torch
 from sacrebleu.metrics import BLEU
 from torch import Tensor, nn
 
+from scripts import common
 from seq2seq.data.batch import pad
 from seq2seq.data.corpus import load_pairs
 from seq2seq.data.special import BOS_ID
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     members = [model] + [load_member(run, args.run) for run in args.ensemble]  # refused before any work
     channel = load_channel(args.channel, cfg) if args.channel else None
     print(f"{args.run}, {args.split} ({len(pairs)} pairs), beam {args.beam}, bf16 {args.bf16}")
-    print(f"{machine.cpu()}, torch {torch.__version__}, Python {platform.python_version()}")
+    print(f"{common.cpu()}, torch {torch.__version__}, Python {platform.python_version()}")
     start = time.perf_counter()
     ids, nbest = n_best(model, tokenizer, sources, args.beam, args.bf16)
     texts = [tokenizer.decode([h.tokens for h in hyps]) for hyps in nbest]

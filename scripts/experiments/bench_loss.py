@@ -2,8 +2,8 @@
 computed in the forward pass, `seq2seq/training/loss.py`) against PyTorch's `F.cross_entropy`, the
 forward and backward of one batch's (tokens, V) logits, on the CPU or on CUDA.
 
-    python scripts/bench_loss.py                      # CPU, fp32, a 3072-piece batch's logits
-    python scripts/bench_loss.py --device cuda --bf16
+    python -m scripts.experiments.bench_loss                   # CPU, fp32, a 3000-token batch's logits
+    python -m scripts.experiments.bench_loss --device cuda --bf16
 
 Why it exists: `train` uses the fused loss on CPUs only, and PyTorch's on GPUs; this is the
 measurement behind that rule (on CUDA the fused loss runs as on a CPU, 128 rows a block: each
@@ -16,9 +16,8 @@ import time
 
 import torch
 import torch.nn.functional as F
-from machine import cpu  # this folder is on the path when a script runs
-from timing import finish
 
+from scripts.common import cpu, finish
 from seq2seq.data.special import PAD_ID
 from seq2seq.training.loss import SmoothedCrossEntropy
 
