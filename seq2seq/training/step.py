@@ -63,7 +63,7 @@ class TrainStep:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         with self.autocast:
-            loss_sum = self.summed_loss(batch)
+            loss_sum = summed_loss(self.model, batch, self.smoothing)
         if self.world.size == 1:
             loss = loss_sum / batch.n_tokens
             value, n_tokens = loss.item(), batch.n_tokens
@@ -78,7 +78,3 @@ class TrainStep:
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm)
         self.optimizer.step()
         return value, int(n_tokens)
-
-    def summed_loss(self, batch: Batch) -> torch.Tensor:
-        """The step's loss, summed over its real target tokens (a benchmark swaps it for another)."""
-        return summed_loss(self.model, batch, self.smoothing)
