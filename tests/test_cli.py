@@ -108,12 +108,12 @@ def test_recipe_options_reach_the_run_s_config(cli, tmp_path):
     """What `train` was told is what config.json records (and so what training and a resume use)."""
     data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
     result = cli(
-        *TRAIN, "--max-steps", "1", "--weight-decay", "0.3", "--late-dropout", "0.2",
+        *TRAIN, "--max-steps", "1", "--weight-decay", "0.3", "--late-dropout", "0.2", "--clip-norm", "0.5",
         "--decay", "rsqrt", "--data-dir", data, "--run", tmp_path / "run",
     )  # fmt: skip
     assert result.code == 0, result.err
     recipe = json.loads((tmp_path / "run" / "config.json").read_text())["train"]
-    assert (recipe["weight_decay"], recipe["late_dropout"]) == (0.3, 0.2)
+    assert (recipe["weight_decay"], recipe["late_dropout"], recipe["clip_norm"]) == (0.3, 0.2, 0.5)
     assert recipe["decay"] == "rsqrt"  # over the default's none
 
 

@@ -58,7 +58,7 @@ class TrainConfig:
     )
     late_dropout_from: float = option(10.0, "The epoch late dropout starts rising.", 0.0, None)
     late_dropout_over: float = option(10.0, "Epochs late dropout takes to rise.", 0.0, None)
-    clip_norm: float = ranged(1.0, 0.0, 1e6)  # the gradient's global norm at most
+    clip_norm: float = option(1.0, "Clip the gradient's global norm to at most this.", 0.0, 1e6)
     average: int = option(
         5, "At the end, validate the mean of the last N validations' weights (0: off).", 0, 1000
     )
