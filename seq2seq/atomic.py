@@ -49,6 +49,7 @@ def write_dir(path: Path, writer: Callable[[Path], object]) -> None:
     try:
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; give it a normal folder's mode
         writer(tmp)
+        _usual_modes(tmp)
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
         elif path.exists() or path.is_symlink():
@@ -57,6 +58,19 @@ def write_dir(path: Path, writer: Callable[[Path], object]) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _usual_modes(folder: Path) -> None:
+    """Every file and folder a writer left in `folder` gets the usual mode (0666 or 0777 less the
+    umask): a library that writes through a private temporary (safetensors) leaves its file 0600."""
+    umask = _umask()
+    for root, dirs, files in os.walk(folder):
+        for name in dirs:
+            os.chmod(os.path.join(root, name), 0o777 & ~umask)
+        for name in files:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o666 & ~umask | (stat.S_IMODE(os.stat(path).st_mode) & 0o111))
 
 
 def open_no_follow(path: Path, flags: int, mode: int = 0o666) -> int:

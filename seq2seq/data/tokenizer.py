@@ -2,6 +2,7 @@
 
 import io
 import os
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -62,6 +63,14 @@ class Tokenizer:
     def id_pieces(self, ids: list[int]) -> list[str]:
         """The piece of each id, specials included (`<s>`, `</s>`): labels for attention maps."""
         return [self.sp.IdToPiece(i) for i in ids]
+
+
+def is_blank(text: str) -> bool:
+    """Whether a line holds nothing to translate: only whitespace and invisible format characters
+    (zero-width spaces and joiners, a byte-order mark, soft hyphens: Unicode's category Cf), which
+    the tokenizer drops or cannot read. Such a line is a blank line, never a source of invented
+    text."""
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
 
 
 def train_tokenizer(

@@ -133,7 +133,7 @@ def maps_of_translations(
 ) -> dict[int, AttentionMaps]:
     """Line number (from 1) -> the maps of the translation `translate` chose for it, for every
     non-blank line."""
-    todo = [i for i, line in enumerate(lines) if line.strip()]
+    todo = [i for i, hyps in enumerate(result.nbest) if hyps]  # the lines translate did not leave blank
     maps = attention_of(
         model,
         tokenizer,

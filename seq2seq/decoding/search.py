@@ -12,6 +12,7 @@ from torch import Tensor
 
 from seq2seq.data.batch import pad
 from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
+from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.beams import best_continuations, parent_slots
 from seq2seq.decoding.options import GREEDY, DecodeOptions
 from seq2seq.decoding.penalty import penalty
@@ -40,7 +41,7 @@ class Translations:
 @torch.inference_mode()
 def translate(model: Seq2SeqModel, tokenizer, lines: list[str], options: DecodeOptions) -> Translations:
     """Translate lines in length-sorted batches, returning results in input order; a blank line
-    gives an empty translation without touching the model."""
+    (`is_blank`, or no pieces at all) gives an empty translation without touching the model."""
     options.check()
     if options.beam > model.cfg.vocab_size:  # more beams than pieces to extend them with
         raise Seq2SeqError(
@@ -49,7 +50,8 @@ def translate(model: Seq2SeqModel, tokenizer, lines: list[str], options: DecodeO
     ids, truncated = source_ids(model, tokenizer, lines)
     nbest: list[list[tuple[str, float]]] = [[] for _ in lines]
     tokens: list[list[int]] = [[] for _ in lines]
-    todo = [i for i, line in enumerate(lines) if line.strip()]
+    # a line the tokenizer reduces to no pieces is blank too: the model would read EOS alone
+    todo = [i for i, line in enumerate(lines) if not is_blank(line) and len(ids[i]) > 1]
     for i, sentence_hyps in search_in_batches(model, ids, todo, options):
         texts = tokenizer.decode([h.tokens for h in sentence_hyps])
         nbest[i] = [(text, h.score) for text, h in zip(texts, sentence_hyps, strict=True)]

@@ -10,6 +10,7 @@ One difference stays: `transformers` reads the special tokens' text ("<s>", "</s
 """
 
 import json
+import math
 from pathlib import Path
 
 from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID, UNK_ID
@@ -29,6 +30,11 @@ def hf_tokenizer(path: Path, max_positions: int):
     if proto.trainer_spec.model_type != UNIGRAM or proto.trainer_spec.byte_fallback:
         raise Seq2SeqError(f"{path} is not a Unigram model without byte fallback, as seq2seq trains them")
     pieces = [(p.piece, p.score) for p in proto.pieces]
+    bad = next((i for i, (_, score) in enumerate(pieces) if not math.isfinite(score)), None)
+    if bad is not None:  # SentencePiece decodes with it; a Unigram model of tokenizers refuses it
+        raise Seq2SeqError(
+            f"{path}: piece {bad} ({pieces[bad][0]!r}) has a score of {pieces[bad][1]}, not a number"
+        )
     tokenizer = Tokenizer(Unigram(pieces, unk_id=UNK_ID, byte_fallback=False))
     spec = proto.normalizer_spec
     steps = [normalizers.Precompiled(spec.precompiled_charsmap)] if spec.precompiled_charsmap else []

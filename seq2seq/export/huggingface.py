@@ -29,7 +29,7 @@ from torch import Tensor
 from seq2seq.atomic import write_dir
 from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
 from seq2seq.decoding.search import DecodeOptions
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import Seq2SeqError, first_line
 from seq2seq.export.folder import transformer_run
 from seq2seq.models.feed_forward import outer_linears
 
@@ -57,10 +57,14 @@ def export_huggingface(run_dir: Path, output_dir: Path, force: bool = False) -> 
         save_tokenizer(fast, folder)
         (folder / "README.md").write_text(card, encoding="utf-8")
 
+    from safetensors import SafetensorError
+
     try:
         write_dir(output_dir, write)
-    except OSError as e:
-        raise Seq2SeqError(f"cannot write {output_dir}: {e.strerror or e}") from None
+    except (OSError, SafetensorError) as e:  # safetensors says a full disk in its own error
+        raise Seq2SeqError(
+            f"cannot write {output_dir}: {getattr(e, 'strerror', None) or first_line(e)}"
+        ) from None
     return output_dir
 
 

@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
+from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.search import DecodeOptions, Translations
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve.batcher import Batcher, Job
@@ -181,8 +182,8 @@ def checked_lines(text: str | list[str], max_lines: int, max_chars: int, field: 
         where = field if isinstance(text, str) else f"line {number}"
         if len(line) > max_chars:
             raise HTTPException(413, f"{where} has {len(line)} characters, above the limit of {max_chars}")
-        if not line.strip():
-            raise Seq2SeqError(f"{where} is empty")
+        if is_blank(line):
+            raise Seq2SeqError(f"{where} is empty (or holds only invisible characters)")
         try:
             line.encode("utf-8")
         except UnicodeEncodeError:

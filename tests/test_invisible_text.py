@@ -1,0 +1,50 @@
+"""A line of only invisible characters (zero-width spaces and joiners, a byte-order mark, a soft
+hyphen) is a blank line: an empty translation in the CLI and the library, the blank line's error
+over HTTP, never a sentence the model invents from nothing."""
+
+import pytest
+from fastapi.testclient import TestClient
+
+from seq2seq.data.tokenizer import is_blank
+from seq2seq.decoding.search import DecodeOptions, translate
+from seq2seq.training.checkpoint import load_run
+from tests.cli_helpers import run_cli
+from tests.conftest import tiny_model, write_run
+from tests.serve_helpers import make_app
+
+INVISIBLE = ["\u200b", "\u200b\u200b", "\ufeff", "\u200d", "\u2060", " \u00ad ", "\u200c\t\u200b"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return write_run(tmp_path_factory.mktemp("invisible"), lambda v: tiny_model(vocab_size=v, seed=4))
+
+
+def test_invisible_characters_alone_are_blank_and_beside_text_are_not():
+    assert all(is_blank(line) for line in [*INVISIBLE, "", " \t "])
+    assert not any(is_blank(line) for line in ["a", "\u200ba dog", "\ufeffdog", "日本"])
+
+
+def test_the_library_gives_an_invisible_line_an_empty_translation(run):
+    model, tokenizer = load_run(run)
+    result = translate(model, tokenizer, [*INVISIBLE, "a dog runs"], DecodeOptions(beam=2, nbest=2))
+    assert result.best[: len(INVISIBLE)] == [""] * len(INVISIBLE)
+    assert result.nbest[: len(INVISIBLE)] == [[]] * len(INVISIBLE) and result.best[-1] != ""
+
+
+def test_the_cli_writes_an_empty_line_for_an_invisible_one(run, capsys, monkeypatch):
+    stdin = "".join(line + "\n" for line in ["a dog", *INVISIBLE, "the cat"]).encode("utf-8")
+    result = run_cli(["translate", "--run", run, "--greedy"], capsys, monkeypatch, stdin)
+    assert result.code == 0, result.err
+    out = result.out.split("\n")[:-1]
+    assert len(out) == len(INVISIBLE) + 2
+    assert out[1:-1] == [""] * len(INVISIBLE) and out[0] and out[-1]
+
+
+@pytest.mark.parametrize("line", INVISIBLE)
+def test_the_server_refuses_an_invisible_line_as_it_refuses_a_blank_one(run, line):
+    with TestClient(make_app(run, beam=2)) as client:
+        for body in ({"text": line}, {"text": ["a dog", line]}):
+            response = client.post("/translate", json=body)
+            assert response.status_code in (400, 422) and "is empty" in response.json()["error"]
+        assert client.post("/attention", json={"text": line}).status_code in (400, 422)
