@@ -128,7 +128,9 @@ def test_the_served_page_translates_and_explores(browser, served):
     assert "transformer en→fr" in page.locator("#about").inner_text()
     page.fill("#forced-input", "un chien court")  # a given translation: its maps
     page.click("#translate-button")
-    page.wait_for_function("document.getElementById('translation').textContent === 'un chien court'")
+    page.locator("#translation").filter(
+        has_text="un chien court"
+    ).wait_for()  # no eval: the page's CSP forbids it
     forced = post(f"{served}/attention", {"text": SENTENCES[3], "translation": "un chien court"})[1]
     assert len(cells(page, "cross")) == len(forced["target"])
     pieces = page.eval_on_selector_all("#target-strip .piece", "ps => ps.map(p => p.dataset.piece)")

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import typer
 
+from seq2seq.cli import display
 from seq2seq.cli.options import BEAM, DEVICE, RUN, run_dir
+from seq2seq.errors import Seq2SeqError
 
 
 def serve(
@@ -25,13 +27,29 @@ def serve(
     threads: int | None = typer.Option(
         None, "--threads", min=1, help="CPU threads for the model [default: every core but one, at least 1]."
     ),
+    api_key: str | None = typer.Option(
+        None,
+        "--api-key",
+        envvar="SEQ2SEQ_API_KEY",
+        help="Every route but /health needs Authorization: Bearer KEY [default: none needed].",
+    ),
+    api_key_file: Path | None = typer.Option(
+        None, "--api-key-file", help="The API key in a file (kept out of the process list)."
+    ),
 ):
     """Serve a run over HTTP: POST /translate, POST /attention, GET /info, GET /health, and the
     attention explorer at / (API docs at /docs). Ctrl-C or SIGTERM answers what is in flight, then
     stops."""
+    from seq2seq.serve.guard import is_loopback
     from seq2seq.serve.info import require
 
     require()
+    key = api_key_of(api_key, api_key_file)
+    if not is_loopback(host):
+        display.warn(
+            f"listening on {host}: anyone who can reach it may use this server"
+            + ("; each request needs the API key" if key else ", which has no authentication (see --api-key)")
+        )
     import torch
 
     from seq2seq.serve.app import create_app
@@ -47,7 +65,16 @@ def serve(
     sock = listen(host, port)  # a busy port fails before the run is loaded
     model, tokenizer = load_run(run, device, packed=True)
     info = run_info(run, model, tokenizer)
-    app = create_app(model, tokenizer, info, beam=beam, max_batch=max_batch, max_wait_ms=max_wait_ms)
+    app = create_app(
+        model,
+        tokenizer,
+        info,
+        beam=beam,
+        max_batch=max_batch,
+        max_wait_ms=max_wait_ms,
+        api_key=key,
+        loopback_only=is_loopback(host),
+    )
     address = sock.getsockname()
     url = f"http://{address[0] if ':' not in address[0] else f'[{address[0]}]'}:{address[1]}"
     typer.echo(
@@ -55,3 +82,19 @@ def serve(
         f"explorer: {url}/  API docs: {url}/docs  (Ctrl-C stops)"
     )
     run_server(app, sock)
+
+
+def api_key_of(key: str | None, path: Path | None) -> str | None:
+    """The API key given inline or in a file (its first line), refused when empty or both."""
+    if key is not None and path is not None:
+        raise typer.BadParameter("give --api-key or --api-key-file, not both", param_hint="--api-key")
+    if path is not None:
+        try:
+            key = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise Seq2SeqError(
+                f"cannot read the API key from {path}: {getattr(e, 'strerror', None) or e}"
+            ) from None
+    if key is not None and (not key.strip() or not key.isprintable() or not key.isascii()):
+        raise Seq2SeqError("the API key must be printable ASCII, and not empty")
+    return key

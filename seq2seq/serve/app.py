@@ -26,6 +26,7 @@ from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.search import DecodeOptions, Translations
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve.batcher import Batcher, Job
+from seq2seq.serve.guard import ApiKey, HostCheck, SecurityHeaders
 from seq2seq.views.explorer import maps_json, page
 
 MAX_LINES = 256  # lines in one request
@@ -65,6 +66,25 @@ class AttentionRequest(DecodeFields):
     )
 
 
+class ErrorBody(BaseModel):
+    error: str = Field(description="What was wrong, in one line.")
+
+
+def errors(*statuses: int) -> dict:
+    """The error answers a route gives, each the one-line JSON error, for /openapi.json."""
+    said = {
+        400: "Not JSON, not UTF-8, a Host not this machine's (on loopback), or a blank line.",
+        401: "No or a wrong API key (a server started with --api-key).",
+        413: "Above a limit: the body's bytes, the lines, a line's characters (GET /info says them).",
+        415: "The body is not sent as application/json.",
+        422: "A field of the wrong type or out of range, an unknown field, or a beam above the limit.",
+    }
+    return {status: {"model": ErrorBody, "description": said[status]} for status in statuses}
+
+
+REQUEST_ERRORS = errors(400, 401, 413, 415, 422)
+
+
 class Hypothesis(BaseModel):
     text: str
     score: float
@@ -88,6 +108,8 @@ def create_app(
     max_lines: int = MAX_LINES,
     max_chars: int = MAX_CHARS,
     on_batch=None,
+    api_key: str | None = None,
+    loopback_only: bool = False,
 ) -> FastAPI:
     """The app serving one loaded run; its batcher's worker runs while the app is up."""
     batcher = Batcher(model, tokenizer, max_batch, max_wait_ms, on_batch)
@@ -108,9 +130,22 @@ def create_app(
         await asyncio.to_thread(batcher.stop)  # answers what is queued, then ends the worker
 
     app = FastAPI(
-        title="seq2seq", summary="Translate, and see the attention of a translation.", lifespan=lifespan
+        title="seq2seq",
+        summary="Translate, and see the attention of a translation.",
+        description=(
+            f"Limits: {max_lines} lines a request, {max_chars} characters a line, a beam of "
+            f"{limits['max_beam']} at most, {MAX_BODY} bytes a body. Every error is one JSON line, "
+            '{"error": "..."}.'
+            + (" Every route but /health needs Authorization: Bearer KEY." if api_key else "")
+        ),
+        lifespan=lifespan,
     )
-    app.add_middleware(BodyCheck, limit=MAX_BODY)
+    app.add_middleware(BodyCheck, limit=MAX_BODY)  # the last added runs first
+    if api_key is not None:
+        app.add_middleware(ApiKey, key=api_key)
+    if loopback_only:
+        app.add_middleware(HostCheck)
+    app.add_middleware(SecurityHeaders, page=explorer)
     add_error_handlers(app)
 
     def options(request: DecodeFields, nbest: int = 1) -> DecodeOptions:
@@ -126,7 +161,7 @@ def create_app(
         chosen.check()
         return chosen
 
-    @app.post("/translate", response_model=TranslateResponse)
+    @app.post("/translate", response_model=TranslateResponse, responses=REQUEST_ERRORS)
     async def translate(request: TranslateRequest) -> dict:
         """Translate one sentence or a list: the same output as `seq2seq translate` (n-best with scores)."""
         lines = checked_lines(request.text, max_lines, max_chars)
@@ -139,7 +174,11 @@ def create_app(
             "truncated": result.truncated,
         }
 
-    @app.post("/attention", response_class=Response, responses={200: {"content": {"application/json": {}}}})
+    @app.post(
+        "/attention",
+        response_class=Response,
+        responses={200: {"content": {"application/json": {}}}, **REQUEST_ERRORS},
+    )
     async def attention(request: AttentionRequest) -> Response:
         """Every attention map of one sentence's translation (the model's own, or the given one)."""
         lines = checked_lines(request.text, 1, max_chars)
@@ -158,12 +197,12 @@ def create_app(
         """Up, and how many requests are waiting for the model or being decoded."""
         return {"status": "ok", "pending": batcher.pending}
 
-    @app.get("/info")
+    @app.get("/info", responses=errors(400, 401))
     async def about() -> dict:
         """The run (architecture, languages, shape, vocabulary, validation BLEU) and this server's limits."""
         return info
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse, include_in_schema=False)
     async def explorer_page() -> str:
         return explorer
 
@@ -183,7 +222,7 @@ def checked_lines(text: str | list[str], max_lines: int, max_chars: int, field: 
         if len(line) > max_chars:
             raise HTTPException(413, f"{where} has {len(line)} characters, above the limit of {max_chars}")
         if is_blank(line):
-            raise Seq2SeqError(f"{where} is empty (or holds only invisible characters)")
+            raise Seq2SeqError(f"{where} is empty")
         try:
             line.encode("utf-8")
         except UnicodeEncodeError:
