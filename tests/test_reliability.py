@@ -19,22 +19,14 @@ from seq2seq.training.config import TrainConfig
 from seq2seq.training.train import train
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import saved_step, write_multi30k
-from tests.test_cli import TRAIN
+from tests.helpers import TRAIN
 
 NO_CHECKS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 
 
-def trained_run(root):
-    """A tiny run trained by the CLI in `root`, and its corpus folder."""
-    data = write_multi30k(root / "corpus", {"train": 60, "val": 6})
-    result = run_process([*TRAIN, "--data-dir", data, "--run", root / "run"])
-    assert result.code == 0, result.err
-    return root / "run", data
-
-
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return trained_run(tmp_path_factory.mktemp("reliability"))[0]
+def run(tiny_run):
+    return tiny_run[0]
 
 
 @pytest.fixture
@@ -189,7 +181,7 @@ def test_broken_run_directory_from_the_cli(run, cli, tmp_path, damage, message):
 def test_non_finite_loss_stops_and_keeps_last_checkpoint(tmp_path, monkeypatch):
     data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
     config = TrainConfig(vocab_size=60, max_tokens=256, max_steps=2, warmup=2, device="cpu")
-    from tests.test_train import REVERSE_MODEL
+    from tests.helpers import REVERSE_MODEL
 
     train(tmp_path / "run", config, REVERSE_MODEL, data_dir=str(data))
     before = (tmp_path / "run" / ckpt.LAST).read_bytes()

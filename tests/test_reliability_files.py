@@ -12,7 +12,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.training import checkpoint as ckpt
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import caption_tokenizer, tiny_model, write_multi30k
-from tests.test_cli import TRAIN
+from tests.helpers import TRAIN
 
 WRITTEN = (ckpt.TOKENIZER, ckpt.CONFIG, ckpt.BEST, ckpt.LAST, ckpt.CURVES, ckpt.METRICS)
 

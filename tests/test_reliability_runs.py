@@ -20,9 +20,7 @@ from seq2seq.training.config import TrainConfig
 from seq2seq.training.train import train
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import write_multi30k
-from tests.test_cli import TRAIN
-from tests.test_reliability import trained_run
-from tests.test_train import REVERSE_MODEL, assert_same_training_state, write_reversal_task
+from tests.helpers import REVERSE_MODEL, TRAIN, assert_same_training_state, write_reversal_task
 
 VALIDATION = ("step", "epoch", "batch", "val_loss", "val_bleu", "val_chrf", "best")  # not the timings
 
@@ -105,11 +103,6 @@ def test_a_torn_last_metrics_line_is_dropped_not_fatal(reversal):
 
 
 # --- one line, exit 2, for everything a run directory, a state or a corpus can hold --------------
-
-
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    return trained_run(tmp_path_factory.mktemp("altered"))
 
 
 def altered_copy(tiny_run, tmp_path, change):
