@@ -14,7 +14,7 @@ from seq2seq.data.tokenizer import Tokenizer, train_tokenizer
 from seq2seq.models.transformer import Transformer, TransformerConfig
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
-from tests.cli_helpers import run_process
+from tests.cli_helpers import run_cli, run_process
 from tests.helpers import TRAIN
 
 EN = ["a dog runs", "two men sit", "the cat sleeps", "a red car", "a girl plays", "the sun sets"]
@@ -85,6 +85,13 @@ def write_multi30k(folder: Path, sizes: dict[str, int], langs=("en", "fr"), gz: 
             else:
                 name.write_text(lines, encoding="utf-8")
     return folder
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Runs the CLI in this process: `cli("translate", "--run", run, "a dog")`, with stdin= the
+    bytes it reads, gives its Result (exit code, stdout, stderr)."""
+    return lambda *args, stdin=b"": run_cli(list(args), capsys, monkeypatch, stdin)
 
 
 @pytest.fixture(scope="module")

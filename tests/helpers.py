@@ -22,7 +22,7 @@ from seq2seq.models.rnn import RNN, RNNConfig
 from seq2seq.models.transformer import TransformerConfig
 from seq2seq.training.checkpoint import LAST, load_run
 
-# --- `seq2seq train` for a few steps of the tiny preset on the CPU ----------------------------------
+# --- the CLI's commands: a few steps of `train` (tiny preset, CPU), `evaluate` on two lines -------
 
 TRAIN = [
     "train",
@@ -40,7 +40,19 @@ TRAIN = [
     "cpu",
 ]
 
-# --- the digit reversal task, which a small model learns in a few epochs ---------------------------
+
+def train_args(data, run, steps: int = 4) -> list:
+    """TRAIN for `steps` steps, on the corpus folder `data`, into `run`."""
+    return [*TRAIN[:3], "--max-steps", str(steps), *TRAIN[5:], "--data-dir", data, "--run", run]
+
+
+def evaluate_args(run, tmp_path) -> list:
+    """`evaluate` of the run on a two-line file in tmp_path, that file its own reference."""
+    (tmp_path / "src.txt").write_text("a dog runs\nthe cat sleeps\n")
+    return ["evaluate", "--run", run, "--source", tmp_path / "src.txt", "--reference", tmp_path / "src.txt"]
+
+
+# --- the digit reversal task, which a small model learns in a few epochs --------------------------
 
 REVERSE_MODEL = TransformerConfig(
     d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=256, dropout=0.0, max_positions=32
@@ -78,7 +90,7 @@ def assert_same_training_state(run_a, run_b) -> None:
             assert torch.equal(a[name], b[name]), name
 
 
-# --- every registered architecture and its variants, tiny, in eval mode -----------------------------
+# --- every registered architecture and its variants, tiny, in eval mode ---------------------------
 
 SMALL = dict(d_model=32, vocab_size=40, dropout=0.0, max_positions=64)  # fast, and exhaustive enough
 OPTIONS = {  # the options an architecture's variants differ by, besides its tiny preset
@@ -124,7 +136,7 @@ def tokens_and_scores(results):
     return [[h.tokens for h in hyps] for hyps in results], [h.score for hyps in results for h in hyps]
 
 
-# --- the RNN's attention and cell variants ---------------------------------------------------------
+# --- the RNN's attention and cell variants --------------------------------------------------------
 
 RNN_VARIANTS = {
     "bahdanau-gru": dict(attention="bahdanau", cell="gru"),
@@ -142,7 +154,7 @@ def rnn_variant(variant: str, seed: int = 0, **overrides) -> RNN:
     return RNN(replace(cfg, **overrides)).eval()
 
 
-# --- the Arrow-backed tokenized training set ----------------------------------------------------------
+# --- the Arrow-backed tokenized training set ------------------------------------------------------
 
 
 def build(run, corpus: str, tokenizer: Tokenizer, max_len: int = 20, pairs=None):

@@ -11,7 +11,6 @@ import threading
 import pytest
 
 from seq2seq.cli import translate as translate_cli
-from tests.cli_helpers import run_cli
 from tests.conftest import tiny_model, write_run
 
 FLAGS = ["--output", "--attention-html", "--attention-png"]
@@ -20,11 +19,6 @@ FLAGS = ["--output", "--attention-html", "--attention-png"]
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     return write_run(tmp_path_factory.mktemp("outputs-run"), lambda v: tiny_model(vocab_size=v, seed=5))
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    return lambda *args, stdin=b"": run_cli(list(args), capsys, monkeypatch, stdin)
 
 
 def one_line_error(result, words: str) -> None:

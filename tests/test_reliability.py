@@ -17,7 +17,7 @@ from seq2seq.models.transformer import Transformer
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.train import train
-from tests.cli_helpers import run_cli, run_process
+from tests.cli_helpers import run_process
 from tests.conftest import saved_step, write_multi30k
 from tests.helpers import TRAIN
 
@@ -27,11 +27,6 @@ NO_CHECKS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 @pytest.fixture(scope="module")
 def run(tiny_run):
     return tiny_run[0]
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    return lambda *args, stdin=b"": run_cli(list(args), capsys, monkeypatch, stdin)
 
 
 def lines_out(text: str) -> list[str]:

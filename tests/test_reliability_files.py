@@ -10,20 +10,11 @@ import torch
 
 from seq2seq.errors import Seq2SeqError
 from seq2seq.training import checkpoint as ckpt
-from tests.cli_helpers import run_cli, run_process
+from tests.cli_helpers import run_process
 from tests.conftest import caption_tokenizer, tiny_model, write_multi30k
-from tests.helpers import TRAIN
+from tests.helpers import train_args
 
 WRITTEN = (ckpt.TOKENIZER, ckpt.CONFIG, ckpt.BEST, ckpt.LAST, ckpt.CURVES, ckpt.METRICS)
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    return lambda *args, stdin=b"": run_cli(list(args), capsys, monkeypatch, stdin)
-
-
-def train_args(data, run, steps: int = 4) -> list:
-    return [*TRAIN[:3], "--max-steps", str(steps), *TRAIN[5:], "--data-dir", data, "--run", run]
 
 
 def snapshot(folder) -> dict:

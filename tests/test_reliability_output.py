@@ -9,18 +9,13 @@ import threading
 
 import pytest
 
-from tests.cli_helpers import run_cli
 from tests.conftest import tiny_model, write_run
+from tests.helpers import evaluate_args
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     return write_run(tmp_path_factory.mktemp("output-run"), lambda v: tiny_model(vocab_size=v, seed=3))
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    return lambda *args, stdin=b"": run_cli(list(args), capsys, monkeypatch, stdin)
 
 
 def full_device(tmp_path):
@@ -49,11 +44,6 @@ class FifoReader(threading.Thread):
     def run(self):
         with open(self.path, "rb") as f:
             self.data = f.read()
-
-
-def evaluate_args(run, tmp_path) -> list:
-    (tmp_path / "src.txt").write_text("a dog runs\nthe cat sleeps\n")
-    return ["evaluate", "--run", run, "--source", tmp_path / "src.txt", "--reference", tmp_path / "src.txt"]
 
 
 @pytest.mark.parametrize("command", ["translate", "evaluate"])
