@@ -113,17 +113,6 @@ def test_score_refuses_an_overflowing_length_penalty(run, cli, tmp_path):
     assert result.code == 2 and "length penalty must be between 0 and 10" in result.err
 
 
-def test_output_is_utf8_whatever_the_stdout_encoding(monkeypatch):
-    import io
-
-    from seq2seq.cli.outputs import write_lines
-
-    raw = io.BytesIO()
-    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="ascii"))
-    write_lines(["café ☕", "naïve"], None)
-    assert raw.getvalue() == "café ☕\nnaïve\n".encode()
-
-
 def test_bad_train_options_and_corpora(cli, tmp_path):
     data = write_multi30k(tmp_path / "corpus", {"train": 5, "val": 2})
     cases = [

@@ -4,10 +4,7 @@ their dtype, and a run directory, trainer state or corpus altered in any way is 
 never a traceback."""
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from dataclasses import replace
 
 import pytest
@@ -235,45 +232,6 @@ def test_a_corrupted_gzip_corpus_is_one_line(command, tmp_path):
 def test_braces_in_a_corpus_pattern_are_one_line(tmp_path, pattern):
     result = run_process([*TRAIN, "--corpus", str(tmp_path / pattern), "--run", tmp_path / "run"])
     assert result.code == 2 and "no other braces" in result.err and len(result.err.splitlines()) == 1
-
-
-def cli_process(args, **kwargs):
-    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE} | kwargs
-    return subprocess.run([sys.executable, "-m", "seq2seq", *map(str, args)], timeout=120, **streams)
-
-
-def test_translate_with_standard_input_closed_is_one_line(tiny_run):
-    result = cli_process(["translate", "--run", tiny_run[0]], stdin=subprocess.DEVNULL, close_fds=True)
-    closed = subprocess.run(
-        f"{sys.executable} -m seq2seq translate --run {tiny_run[0]} <&-", shell=True, capture_output=True
-    )
-    assert result.returncode == 0  # an empty stdin is no error: nothing in, nothing out
-    assert closed.returncode == 2 and b"standard input is closed" in closed.stderr, closed.stderr
-    assert len(closed.stderr.splitlines()) == 1
-
-
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize(
-    "args",
-    [["--help"], ["tokenize", "--run", "RUN", "café"], ["evaluate", "--run", "RUN", "--data-dir", "DATA"]],
-    ids=["help", "tokenize", "evaluate"],
-)
-def test_a_full_disk_on_standard_output_is_one_line(args, tiny_run):
-    run, data = tiny_run
-    args = [{"RUN": run, "DATA": data}.get(a, a) for a in args]
-    if args[0] == "evaluate":
-        write_multi30k(data, {"test_2016_flickr": 4})
-    with open("/dev/full", "w") as full:
-        result = cli_process(args, stdout=full)
-    assert result.returncode == 2 and b"No space left on device" in result.stderr, result.stderr
-    assert len(result.stderr.splitlines()) == 1
-
-
-def test_text_reaches_an_ascii_standard_output_as_utf8(tiny_run):
-    result = cli_process(
-        ["tokenize", "--run", tiny_run[0], "café"], env={**os.environ, "PYTHONIOENCODING": "ascii"}
-    )
-    assert result.returncode == 0 and "text:   café" in result.stdout.decode("utf-8"), result.stderr
 
 
 def test_nbest_gives_a_line_for_a_blank_input_line(tiny_run):
