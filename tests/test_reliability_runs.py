@@ -232,10 +232,3 @@ def test_a_corrupted_gzip_corpus_is_one_line(command, tmp_path):
 def test_braces_in_a_corpus_pattern_are_one_line(tmp_path, pattern):
     result = run_process([*TRAIN, "--corpus", str(tmp_path / pattern), "--run", tmp_path / "run"])
     assert result.code == 2 and "no other braces" in result.err and len(result.err.splitlines()) == 1
-
-
-def test_nbest_gives_a_line_for_a_blank_input_line(tiny_run):
-    result = run_process(["translate", "--run", tiny_run[0], "--beam", "2", "--nbest", "2", "--max-len", "3"],
-                         stdin=b"a dog\n\nthe cat\n")  # fmt: skip
-    numbers = [line.split(" ||| ")[0] for line in result.out.splitlines()]
-    assert result.code == 0 and numbers == ["0", "0", "1", "2", "2"], result.out
