@@ -15,8 +15,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.train import train
-from tests.cli_helpers import run_cli, run_process
-from tests.conftest import write_multi30k
+from tests.cli_helpers import run_cli
 from tests.helpers import REVERSE_MODEL, TRAIN, assert_same_training_state, write_reversal_task
 
 VALIDATION = ("step", "epoch", "batch", "val_loss", "val_bleu", "val_chrf", "best")  # not the timings
@@ -212,23 +211,3 @@ def test_an_altered_run_directory_is_one_line(what, tiny_run, tmp_path, capsys, 
     result = run_cli(args, capsys, monkeypatch)
     assert result.code == 2 and message in result.err, result.err
     assert len(result.err.strip().splitlines()) == 1 and "Traceback" not in result.err
-
-
-def corrupt_gzip(folder):
-    (folder / "train.en.gz").write_bytes(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage bytes")
-
-
-@pytest.mark.parametrize("command", ["train", "tokenize"])
-def test_a_corrupted_gzip_corpus_is_one_line(command, tmp_path):
-    data = write_multi30k(tmp_path / "corpus", {"train": 20, "val": 4})
-    corrupt_gzip(data)
-    args = TRAIN if command == "train" else ["tokenize", "--vocab-size", "60"]
-    result = run_process([*args, "--data-dir", data, "--run", tmp_path / "run"])
-    assert result.code == 2 and "train.en.gz: cannot read" in result.err, result.err
-    assert len(result.err.strip().splitlines()) == 1
-
-
-@pytest.mark.parametrize("pattern", ["{split}{0}.tsv", "{split}.{split.a}.tsv", "{split}{x}.tsv"])
-def test_braces_in_a_corpus_pattern_are_one_line(tmp_path, pattern):
-    result = run_process([*TRAIN, "--corpus", str(tmp_path / pattern), "--run", tmp_path / "run"])
-    assert result.code == 2 and "no other braces" in result.err and len(result.err.splitlines()) == 1
