@@ -1,7 +1,6 @@
 """What happens when users feed the translator anything and kill training at any moment."""
 
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,31 +17,6 @@ from seq2seq.training.train import train
 from tests.cli_helpers import run_process
 from tests.conftest import saved_step, write_multi30k
 from tests.helpers import TRAIN
-
-
-@pytest.fixture(scope="module")
-def run(tiny_run):
-    return tiny_run[0]
-
-
-@pytest.mark.parametrize(
-    "damage,message",
-    [
-        (lambda run: (run / ckpt.BEST).write_bytes(b"\x00" * 50), "not a readable safetensors file"),
-        (lambda run: (run / "config.json").write_text("[]"), "not a valid run config"),
-        (lambda run: (run / ckpt.TOKENIZER).unlink(), "no tokenizer at"),
-    ],
-)
-def test_broken_run_directory_from_the_cli(run, cli, tmp_path, damage, message):
-    copy = tmp_path / "run"
-    shutil.copytree(run, copy)
-    damage(copy)
-    for command in (
-        ["translate", "hello"],
-        ["evaluate", "--source", copy / "config.json", "--reference", copy / "config.json"],
-    ):
-        result = cli(command[0], "--run", copy, *command[1:])
-        assert result.code == 2 and message in result.err and "Traceback" not in result.err
 
 
 def test_non_finite_loss_stops_and_keeps_last_checkpoint(tmp_path, monkeypatch):
