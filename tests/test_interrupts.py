@@ -126,8 +126,8 @@ def start_from_tokenizer(root, name):
 def test_a_stopped_then_resumed_run_is_the_uninterrupted_run(reversal, where):
     """SIGTERM or Ctrl-C (the handler's flag), then the same command: the weights, the optimizer
     and every validation row equal the run that was never stopped (the stop validated nothing that
-    could count toward patience or best weights, the averaged weights' row included: a stop that
-    lands right after an epoch's validation once wrote that row, seen with torchrun on 16 cores)."""
+    could count toward patience or best weights, the averaged weights' row included, which a stop
+    landing right after an epoch's validation must not write either)."""
     root, config, model = reversal
     straight = validations(root / "straight")
     per_epoch = straight[0][0]
