@@ -12,6 +12,8 @@ from seq2seq.data.tokenizer import Tokenizer, train_tokenizer
 from seq2seq.models.transformer import Transformer, TransformerConfig
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
+from tests.cli_helpers import run_cli, run_process
+from tests.helpers import TRAIN
 
 EN = ["a dog runs", "two men sit", "the cat sleeps", "a red car", "a girl plays", "the sun sets"]
 FR = [
@@ -81,6 +83,24 @@ def write_multi30k(folder: Path, sizes: dict[str, int], langs=("en", "fr"), gz: 
             else:
                 name.write_text(lines, encoding="utf-8")
     return folder
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Runs the CLI in this process: `cli("translate", "--run", run, "a dog")`, with stdin= the
+    bytes it reads, gives its Result (exit code, stdout, stderr)."""
+    return lambda *args, stdin=b"": run_cli(list(args), capsys, monkeypatch, stdin)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> tuple[Path, Path]:
+    """A tiny run trained by the CLI (in a subprocess, as a user would), and its corpus folder; one
+    for each module that asks, so what one module's tests do to it never reaches another's."""
+    root = tmp_path_factory.mktemp("trained")
+    data = write_multi30k(root / "corpus", {"train": 60, "val": 6})
+    result = run_process([*TRAIN, "--data-dir", data, "--run", root / "run"])
+    assert result.code == 0, result.err
+    return root / "run", data
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from seq2seq.training.checkpoint import BEST, LAST, load_run, read_metrics, save
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.train import train
 from tests.conftest import tiny_model
-from tests.test_train import REVERSE_MODEL, write_reversal_task
+from tests.helpers import REVERSE_MODEL, write_reversal_task
 
 SMALL = replace(REVERSE_MODEL, d_model=32, d_ff=64)
 

@@ -10,22 +10,7 @@ from seq2seq.training.config import OLDER_RECIPES, REMOVED
 from seq2seq.training.resume import check_typed_options, stored_languages, stored_train_config
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import EN, tiny_model, write_multi30k, write_run
-
-TRAIN = [
-    "train",
-    "--preset",
-    "tiny",
-    "--max-steps",
-    "4",
-    "--max-tokens",
-    "256",
-    "--warmup",
-    "2",
-    "--vocab-size",
-    "60",
-    "--device",
-    "cpu",
-]
+from tests.helpers import TRAIN
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from seq2seq.data.special import BOS_ID
 from seq2seq.decoding.forced import score_pairs
 from seq2seq.decoding.search import DecodeOptions, Hypothesis, beam_search
 from tests.conftest import tiny_model, write_multi30k, write_run
-from tests.test_protocol import VARIANTS, lens, make, sources, tokens_and_scores
+from tests.helpers import VARIANTS, lens, make, sources, tokens_and_scores
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))

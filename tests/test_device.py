@@ -1,6 +1,6 @@
 """bf16 is used only where it is measured faster: the CPU flag alone says yes on AVX512-BF16 CPUs
-without AMX, where a bf16 GEMM runs at 0.6x fp32 (issue 27). The measurement is replaced here, so
-each verdict is tested on any machine."""
+without AMX, where a bf16 GEMM runs at 0.6x fp32. The measurement is replaced here, so each
+verdict is tested on any machine."""
 
 import math
 

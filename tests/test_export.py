@@ -128,7 +128,7 @@ def test_an_rnn_run_is_not_supported(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize(
     "run,out",
     [
-        ("v", "v"),  # the issue's `export --run v v --force`
+        ("v", "v"),  # the output is the run: `export --run v v --force`
         ("p/run", "p"),  # replacing p would delete the run inside it
         ("p/run", "p/run/model"),  # the export would land inside the run
         ("p/run", "p/../p/run"),  # another spelling of the run

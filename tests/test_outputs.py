@@ -1,6 +1,8 @@
-"""Every file `translate` writes (the translations, the attention pictures, the explorer page) goes
-through one output path: none may destroy an input, the run, or another output; a FIFO, a device or
-a link is written through as --output writes it."""
+"""Where the CLI writes. Every file `translate` writes (the translations, the attention pictures, the
+explorer page), and `evaluate --output`, goes through one output path: none may destroy an input,
+the run, or another output; a FIFO, a device or a link is written through, never replaced by a
+file, and a full device is one line, exit 2. What `translate` cannot honour it says: a --min-len
+past the model's longest output."""
 
 import os
 import stat
@@ -11,8 +13,8 @@ import threading
 import pytest
 
 from seq2seq.cli import translate as translate_cli
-from tests.cli_helpers import run_cli
 from tests.conftest import tiny_model, write_run
+from tests.helpers import evaluate_args
 
 FLAGS = ["--output", "--attention-html", "--attention-png"]
 
@@ -20,11 +22,6 @@ FLAGS = ["--output", "--attention-html", "--attention-png"]
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     return write_run(tmp_path_factory.mktemp("outputs-run"), lambda v: tiny_model(vocab_size=v, seed=5))
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    return lambda *args, stdin=b"": run_cli(list(args), capsys, monkeypatch, stdin)
 
 
 def one_line_error(result, words: str) -> None:
@@ -97,6 +94,8 @@ def test_a_numbered_picture_is_never_another_output(run, cli, tmp_path):
 
 
 class FifoReader(threading.Thread):
+    """Reads a FIFO to its end in the background, as `cat FIFO` would."""
+
     def __init__(self, path):
         super().__init__(daemon=True)
         self.path, self.data = path, None
@@ -161,3 +160,105 @@ def test_a_page_past_its_size_gets_one_notice(run, cli, tmp_path, monkeypatch):
         "at line 1: a browser may be slow to open it; give fewer lines to keep it smaller"
     ), result.err
     assert page.read_text(encoding="utf-8").count('"line": ') == 3
+
+
+def test_a_min_len_above_the_models_limit_is_said(run, cli):
+    result = cli("translate", "--run", run, "--greedy", "--min-len", "500", "a dog")
+    limit = 63  # tiny_model's max_positions - 1
+    assert result.code == 0, result.err
+    assert f"min-len 500 is above the model's longest output ({limit} pieces)" in result.err
+    assert result.err.count("\n") == 1
+    quiet = cli("translate", "--run", run, "--greedy", "--min-len", "3", "a dog")
+    assert quiet.code == 0 and quiet.err == ""
+
+
+# --- `translate --output` and `evaluate --output` -------------------------------------------------
+
+
+def full_device(tmp_path):
+    """A device whose every write fails with ENOSPC: a private copy of /dev/full where we may
+    make one, so a regression replaces that copy and never the system's /dev/full."""
+    path = tmp_path / "full"
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+        with open(path, "wb"):
+            return path
+    except OSError:
+        path.unlink(missing_ok=True)
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    return "/dev/full"
+
+
+@pytest.mark.parametrize("command", ["translate", "evaluate"])
+def test_a_fifo_output_is_written_to_not_replaced(run, cli, tmp_path, command):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = FifoReader(fifo)
+    if command == "translate":
+        args = ["translate", "--run", run, "a dog runs", "the cat sleeps"]
+    else:
+        args = [*evaluate_args(run, tmp_path), "--greedy"]
+    result = cli(*args, "--output", fifo)
+    reader.join(timeout=20)
+    assert result.code == 0, result.err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still the FIFO
+    assert reader.data is not None and reader.data.count(b"\n") == 2
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "src.txt") == ["fifo"]
+
+
+@pytest.mark.parametrize("command", ["translate", "evaluate"])
+def test_a_full_device_is_reported_in_one_line(run, cli, tmp_path, command):
+    full = full_device(tmp_path)
+    args = ["translate", "--run", run, "a dog"] if command == "translate" else evaluate_args(run, tmp_path)
+    result = cli(*args, "--output", full)
+    assert result.code == 2 and "No space left on device" in result.err, result.err
+    assert len(result.err.strip().splitlines()) == 1 and "Traceback" not in result.err
+    assert stat.S_ISCHR(os.stat(full).st_mode)  # still the device
+    assert not [p for p in tmp_path.iterdir() if "partial" in p.name or p.name.endswith(".tmp")]
+
+
+def test_output_through_a_link_writes_the_file_it_names(run, cli, tmp_path):
+    (tmp_path / "real.txt").write_text("old\n")
+    (tmp_path / "link.txt").symlink_to("real.txt")
+    result = cli("translate", "--run", run, "a dog runs", "--output", tmp_path / "link.txt")
+    assert result.code == 0, result.err
+    assert (tmp_path / "link.txt").is_symlink()  # the user's link is kept
+    assert (tmp_path / "real.txt").read_text() != "old\n"
+    assert (tmp_path / "real.txt").read_text().count("\n") == 1
+
+
+@pytest.mark.parametrize("spelling", ["same", "link", "dots"])
+@pytest.mark.parametrize("command", ["translate", "evaluate"])
+def test_the_output_is_never_the_input(run, cli, tmp_path, command, spelling):
+    if command == "translate":
+        source = tmp_path / "in.txt"
+        source.write_text("a dog runs\nthe cat sleeps\n")
+        args = ["translate", "--run", run, "--input", source]
+    else:
+        args, source = evaluate_args(run, tmp_path), tmp_path / "src.txt"
+    (tmp_path / "link.txt").symlink_to(source)
+    output = {
+        "same": source,
+        "link": tmp_path / "link.txt",
+        "dots": tmp_path / ".." / tmp_path.name / source.name,
+    }
+    before = source.read_bytes()
+    result = cli(*args, "--output", output[spelling])
+    assert result.code == 2 and "is also an input" in result.err, result.err
+    assert len(result.err.strip().splitlines()) == 1
+    assert source.read_bytes() == before
+
+
+def test_the_output_is_never_the_file_stdin_reads(run, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("a dog runs\n")
+    with open(source, "rb") as stdin:
+        proc = subprocess.run(
+            [sys.executable, "-m", "seq2seq", "translate", "--run", str(run), "--output", str(source)],
+            stdin=stdin,
+            capture_output=True,
+            timeout=120,
+        )
+    assert proc.returncode == 2 and b"is also an input (standard input)" in proc.stderr, proc.stderr
+    assert source.read_text() == "a dog runs\n"

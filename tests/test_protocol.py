@@ -18,33 +18,14 @@ import torch.nn.functional as F
 from seq2seq.data.batch import Batch, pad
 from seq2seq.data.special import PAD_ID
 from seq2seq.decoding.search import DecodeOptions, beam_search, greedy
-from seq2seq.models.packed import pack, packing_available
 from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
-from seq2seq.models.quantize import quantize
 from seq2seq.models.registry import ARCHITECTURES, build_model, config_from_dict, preset_config
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.step import summed_loss
 from tests.conftest import caption_tokenizer
+from tests.helpers import SMALL, SOURCES, VARIANTS, lens, make, sources, tokens_and_scores
 
-SMALL = dict(d_model=32, vocab_size=40, dropout=0.0, max_positions=64)  # fast, and exhaustive enough
-OPTIONS = {  # the options an architecture's variants differ by, besides its tiny preset
-    "transformer": {
-        "post-ln": dict(norm_first=False),
-        "untied": dict(tie_embeddings=False),
-        "swiglu": dict(ffn="swiglu"),
-    },
-    "rnn": {
-        "bahdanau-lstm": dict(cell="lstm"),
-        "luong-dot-gru": dict(attention="luong", score="dot"),
-        "luong-general-lstm": dict(attention="luong", score="general", cell="lstm"),
-    },
-}
-VARIANTS = {
-    f"{arch}{'-' + name if name else ''}": (arch, options)
-    for arch in ARCHITECTURES
-    for name, options in {"": {}, **OPTIONS.get(arch, {})}.items()
-}
 INT8 = ["transformer-int8", "rnn-int8"]
 PACKED = [f"{name}-packed" for name in VARIANTS]
 
@@ -55,38 +36,12 @@ def with_beams(*beams: int) -> list[tuple[str, int]]:
     return [(name, beam) for name in [*VARIANTS, *PACKED] for beam in beams] + [(name, 1) for name in INT8]
 
 
-SOURCES = [[5, 9, 12, 3], [7, 3], [11, 4, 6, 8, 20, 3], [30, 31, 3]]
-
-
-def make(name: str, seed: int = 0) -> Seq2SeqModel:
-    """A variant (or its `-int8` or `-packed` form) of the tiny preset, narrowed, in eval mode."""
-    base, form = name.removesuffix("-int8").removesuffix("-packed"), name[name.rfind("-") + 1 :]
-    arch, options = VARIANTS[base]
-    torch.manual_seed(seed)
-    model = build_model(preset_config(arch, "tiny", **SMALL, **options)).eval()
-    if form == "packed" and not packing_available(model):
-        pytest.skip("this PyTorch has no oneDNN linear")
-    return {"int8": lambda: quantize(model, "int8"), "packed": lambda: pack(model)}.get(form, lambda: model)()
-
-
 def tolerance(name: str) -> float:
     return 0.1 if name.endswith("-int8") else 1e-5
 
 
-def sources():
-    return pad(SOURCES)
-
-
 def targets(seed: int, T: int = 7):
     return torch.randint(4, 40, (len(SOURCES), T), generator=torch.Generator().manual_seed(seed))
-
-
-def lens(value: int = 10):
-    return torch.full((len(SOURCES),), value)
-
-
-def tokens_and_scores(results):
-    return [[h.tokens for h in hyps] for hyps in results], [h.score for hyps in results for h in hyps]
 
 
 @pytest.fixture(params=[*VARIANTS, *INT8, *PACKED])

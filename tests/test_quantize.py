@@ -14,7 +14,7 @@ from seq2seq.decoding.search import DecodeOptions, greedy, pad, search
 from seq2seq.models.quantize import quantize
 from tests.cli_helpers import run_cli
 from tests.conftest import EN, tiny_model, write_multi30k, write_run
-from tests.test_rnn import VARIANTS, tiny_rnn
+from tests.helpers import RNN_VARIANTS, rnn_variant
 
 SOURCES = [[5, 9, 12, 3], [7, 3], [11, 4, 6, 8, 20, 3], [30, 31, 3], [8, 8, 9, 10, 11, 3], [33, 21, 3]]
 MODELS = {
@@ -22,7 +22,7 @@ MODELS = {
     "post-ln": lambda: tiny_model(seed=1, norm_first=False),
     "untied": lambda: tiny_model(seed=2, tie_embeddings=False),
     "swiglu": lambda: tiny_model(seed=3, ffn="swiglu"),
-    **{f"rnn-{name}": lambda name=name: tiny_rnn(name) for name in VARIANTS},
+    **{f"rnn-{name}": lambda name=name: rnn_variant(name) for name in RNN_VARIANTS},
 }
 LOGPROB_TOLERANCE = 0.15  # nats, the largest change int8 may make to any log-probability here
 
@@ -89,7 +89,7 @@ def cli(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "make", [lambda v: tiny_model(vocab_size=v, seed=6), lambda v: tiny_rnn("bahdanau-gru", vocab_size=v)]
+    "make", [lambda v: tiny_model(vocab_size=v, seed=6), lambda v: rnn_variant("bahdanau-gru", vocab_size=v)]
 )
 def test_translate_and_evaluate_with_quantize_int8(make, cli, tmp_path):
     run = write_run(tmp_path / "run", make)

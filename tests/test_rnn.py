@@ -4,37 +4,22 @@ options are its own."""
 
 import json
 import math
-from dataclasses import replace
 
 import pytest
 import torch
 
-from seq2seq.models.rnn import RNN, RNNConfig
+from seq2seq.models.rnn import RNNConfig
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.train import train
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import write_multi30k
-from tests.test_cli import TRAIN
-from tests.test_train import val_exact_match, write_reversal_task
-
-VARIANTS = {
-    "bahdanau-gru": dict(attention="bahdanau", cell="gru"),
-    "bahdanau-lstm": dict(attention="bahdanau", cell="lstm"),
-    "luong-dot-gru": dict(attention="luong", score="dot", cell="gru"),
-    "luong-general-lstm": dict(attention="luong", score="general", cell="lstm"),
-}
-
-
-def tiny_rnn(variant: str, seed: int = 0, **overrides) -> RNN:
-    torch.manual_seed(seed)
-    cfg = RNNConfig(vocab_size=40, d_model=32, n_layers=2, dropout=0.0, max_positions=64, **VARIANTS[variant])
-    return RNN(replace(cfg, **overrides)).eval()
+from tests.helpers import RNN_VARIANTS, TRAIN, rnn_variant, val_exact_match, write_reversal_task
 
 
 @pytest.mark.parametrize("variant", ["bahdanau-gru", "luong-general-lstm"])
 def test_a_tiny_rnn_learns_to_copy(tmp_path, variant):
     corpus = write_reversal_task(tmp_path / "data", n_train=2000, n_val=50, reverse=False)
-    model_cfg = RNNConfig(d_model=64, n_layers=1, dropout=0.0, max_positions=32, **VARIANTS[variant])
+    model_cfg = RNNConfig(d_model=64, n_layers=1, dropout=0.0, max_positions=32, **RNN_VARIANTS[variant])
     config = TrainConfig(
         corpus=corpus, src="src", tgt="tgt", vocab_size=16, max_tokens=256, lr=3e-3, warmup=30, epochs=8,
         device="cpu", bf16=False, seed=0,
@@ -99,11 +84,11 @@ def test_rnn_presets_match_the_transformers_size(preset):
     assert all(0.6 * transformer < n <= 1.05 * transformer for n in size.values()), size
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", list(RNN_VARIANTS))
 def test_an_untrained_rnn_predicts_about_uniformly(variant):
     """The tied output layer starts with small logits: the first loss is near log(V), which keeps
     early training stable (a N(0, 1) embedding made it twice that)."""
-    model = tiny_rnn(variant, d_model=64, vocab_size=2000)
+    model = rnn_variant(variant, d_model=64, vocab_size=2000)
     g = torch.Generator().manual_seed(0)
     src, tgt = torch.randint(4, 2000, (8, 12), generator=g), torch.randint(4, 2000, (8, 10), generator=g)
     with torch.no_grad():

@@ -15,7 +15,7 @@ from seq2seq.training.config import TrainConfig
 from seq2seq.training.loop import Loop
 from seq2seq.training.schedule import budget_progress, dropout_at, lr_schedule
 from seq2seq.training.train import train
-from tests.test_train import REVERSE_MODEL, write_reversal_task
+from tests.helpers import REVERSE_MODEL, write_reversal_task
 
 
 def test_lr_schedule_warms_up_then_decays():

@@ -17,8 +17,7 @@ from seq2seq.training.checkpoint import LAST
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.train import train
 from tests.conftest import EN, caption_tokenizer
-from tests.test_tokenized import build, tsv_corpus
-from tests.test_train import REVERSE_MODEL, assert_same_training_state, write_reversal_task
+from tests.helpers import REVERSE_MODEL, assert_same_training_state, build, tsv_corpus, write_reversal_task
 
 CAPTIONS = [f"{caption} {i}" for i, caption in enumerate(EN * 50)]  # what the test tokenizer knows
 

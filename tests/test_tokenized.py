@@ -8,23 +8,10 @@ import torch
 
 from seq2seq.data import tokenized
 from seq2seq.data.batch import collate, token_batches
-from seq2seq.data.corpus import corpus_identity, filter_pairs, load_pairs
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.corpus import filter_pairs
 from seq2seq.errors import Seq2SeqError
 from tests.conftest import caption_tokenizer
-
-
-def build(run, corpus: str, tokenizer: Tokenizer, max_len: int = 20, pairs=None):
-    identity = corpus_identity(corpus, "train", "en", "fr")
-    key = tokenized.cache_key(identity, tokenizer.path, max_len, tokenized.MAX_RATIO)
-    load = pairs or (lambda: load_pairs(corpus, "train", "en", "fr"))
-    return tokenized.load(tokenized.build_if_missing(run, key, load, tokenizer.path, max_len))
-
-
-def tsv_corpus(folder, pairs):
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "train.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
-    return str(folder / "{split}.tsv")
+from tests.helpers import build, tsv_corpus
 
 
 @pytest.fixture
@@ -152,7 +139,7 @@ def test_ordering_by_the_sides_pads_both_sides_less_in_as_many_batches():
 def test_a_foreign_tokenizer_is_one_line_before_any_tokenizing(tmp_path, corpus_dir):
     from seq2seq.training.config import TrainConfig
     from seq2seq.training.train import train
-    from tests.test_train import REVERSE_MODEL
+    from tests.helpers import REVERSE_MODEL
 
     run = tmp_path / "run"
     run.mkdir()

@@ -1,49 +1,18 @@
 import importlib
 import json
-import random
 from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 import torch
-from safetensors.torch import load_file
 
-from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.models.rnn import RNNConfig
-from seq2seq.models.transformer import TransformerConfig
 from seq2seq.training import loop as loop_module
-from seq2seq.training.checkpoint import BEST, CURVES, LAST, load_run, read_metadata, read_metrics
+from seq2seq.training.checkpoint import BEST, CURVES, LAST, read_metadata, read_metrics
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.loop import Loop
 from seq2seq.training.train import adamw, train
-
-REVERSE_MODEL = TransformerConfig(
-    d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=256, dropout=0.0, max_positions=32
-)
-
-
-def write_reversal_task(folder, n_train=3000, n_val=100, seed=0, reverse=True):
-    """src: 3-7 random digits; tgt: the same digits reversed (or copied, with reverse=False).
-    Written as `{split}.tsv` files."""
-    rng = random.Random(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    for split, n in (("train", n_train), ("val", n_val)):
-        lines = []
-        for _ in range(n):
-            digits = [str(rng.randrange(10)) for _ in range(rng.randint(3, 7))]
-            tgt = reversed(digits) if reverse else digits
-            lines.append(f"{' '.join(digits)}\t{' '.join(tgt)}\n")
-        (folder / f"{split}.tsv").write_text("".join(lines))
-    return str(folder / "{split}.tsv")
-
-
-def val_exact_match(run_dir, data_dir) -> float:
-    """Share of the task's validation sources that the run's best model translates exactly."""
-    model, tokenizer = load_run(run_dir)
-    val = (data_dir / "val.tsv").read_text().splitlines()
-    sources, targets = zip(*(line.split("\t") for line in val), strict=True)
-    outputs = translate(model, tokenizer, list(sources), DecodeOptions(beam=1)).best
-    return sum(o == t for o, t in zip(outputs, targets, strict=True)) / len(targets)
+from tests.helpers import REVERSE_MODEL, assert_same_training_state, val_exact_match, write_reversal_task
 
 
 def test_tiny_model_learns_to_reverse_digits(tmp_path):
@@ -205,13 +174,6 @@ def test_a_time_budget_pays_for_the_final_validation_from_the_first_run_on(tmp_p
     final = train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
     assert final["stop"] == "max minutes" and 1 <= final["step"] < 6
     assert final["elapsed_s"] <= 8.0
-
-
-def assert_same_training_state(run_a, run_b) -> None:
-    a, b = load_file(run_a / LAST), load_file(run_b / LAST)
-    for name in a:
-        if name.startswith(("model.", "optim.")):
-            assert torch.equal(a[name], b[name]), name
 
 
 def record_steps(train_step, steps: list):
