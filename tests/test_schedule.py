@@ -18,29 +18,34 @@ from seq2seq.training.train import train
 from tests.helpers import REVERSE_MODEL, write_reversal_task
 
 
+def schedule(step, peak, warmup, progress=0.0, cooldown=0.0, decay="rsqrt"):
+    """The schedule these checks start from: the rsqrt decay, no cooldown, unless told."""
+    return lr_schedule(step, peak, warmup, progress, cooldown, decay)
+
+
 def test_lr_schedule_warms_up_then_decays():
-    assert lr_schedule(1, 1e-3, 100) == pytest.approx(1e-5)
-    assert lr_schedule(100, 1e-3, 100) == pytest.approx(1e-3)
-    assert lr_schedule(400, 1e-3, 100) == pytest.approx(5e-4)
+    assert schedule(1, 1e-3, 100) == pytest.approx(1e-5)
+    assert schedule(100, 1e-3, 100) == pytest.approx(1e-3)
+    assert schedule(400, 1e-3, 100) == pytest.approx(5e-4)
 
 
 def test_the_cooldown_falls_linearly_to_zero_over_the_budgets_last_share():
-    rsqrt = lr_schedule(400, 1e-3, 100)
-    assert lr_schedule(400, 1e-3, 100, progress=0.5, cooldown=0.2) == pytest.approx(rsqrt)
-    assert lr_schedule(400, 1e-3, 100, progress=0.8, cooldown=0.2) == pytest.approx(rsqrt)
-    assert lr_schedule(400, 1e-3, 100, progress=0.9, cooldown=0.2) == pytest.approx(rsqrt / 2)
-    assert lr_schedule(400, 1e-3, 100, progress=1.0, cooldown=0.2) == 0.0
-    assert lr_schedule(400, 1e-3, 100, progress=1.0, cooldown=0.0) == pytest.approx(rsqrt)  # off
-    assert lr_schedule(50, 1e-3, 100, progress=0.95, cooldown=0.5) == pytest.approx(0.5e-3 * 0.1)  # in warmup
+    rsqrt = schedule(400, 1e-3, 100)
+    assert schedule(400, 1e-3, 100, progress=0.5, cooldown=0.2) == pytest.approx(rsqrt)
+    assert schedule(400, 1e-3, 100, progress=0.8, cooldown=0.2) == pytest.approx(rsqrt)
+    assert schedule(400, 1e-3, 100, progress=0.9, cooldown=0.2) == pytest.approx(rsqrt / 2)
+    assert schedule(400, 1e-3, 100, progress=1.0, cooldown=0.2) == 0.0
+    assert schedule(400, 1e-3, 100, progress=1.0, cooldown=0.0) == pytest.approx(rsqrt)  # off
+    assert schedule(50, 1e-3, 100, progress=0.95, cooldown=0.5) == pytest.approx(0.5e-3 * 0.1)  # in warmup
 
 
 def test_without_the_decay_the_rate_holds_at_its_peak_and_a_whole_budget_cooldown_is_linear_to_zero():
-    assert lr_schedule(400, 1e-3, 100, decay="none") == pytest.approx(1e-3)
-    assert lr_schedule(50, 1e-3, 100, decay="none") == pytest.approx(0.5e-3)  # the same warmup
+    assert schedule(400, 1e-3, 100, decay="none") == pytest.approx(1e-3)
+    assert schedule(50, 1e-3, 100, decay="none") == pytest.approx(0.5e-3)  # the same warmup
     # warmup-stable-decay: the peak until the cooldown, then the same linear fall
-    assert lr_schedule(400, 1e-3, 100, progress=0.9, cooldown=0.2, decay="none") == pytest.approx(0.5e-3)
+    assert schedule(400, 1e-3, 100, progress=0.9, cooldown=0.2, decay="none") == pytest.approx(0.5e-3)
     for progress in (0.1, 0.5, 0.75, 1.0):  # "straight to zero": the peak times what is left
-        rate = lr_schedule(400, 1e-3, 100, progress=progress, cooldown=1.0, decay="none")
+        rate = schedule(400, 1e-3, 100, progress=progress, cooldown=1.0, decay="none")
         assert rate == pytest.approx(1e-3 * (1 - progress))
     with pytest.raises(ValueError, match="decay must be one of rsqrt, none, not 'cosine'"):
         TrainConfig(decay="cosine")  # a hand-edited config.json: test_cli.py
@@ -110,8 +115,8 @@ def test_a_run_with_a_cooldown_ends_its_budget_near_a_zero_learning_rate(tmp_pat
         for run in ("plain", "cooled")
     )
     # step 6 is before the cooldown (it starts once 6 of 12 steps are done); step 12 has 11 of 12 done
-    assert cooled[0] == pytest.approx(plain[0]) == pytest.approx(lr_schedule(6, 1e-3, 4))
-    assert cooled[1] == pytest.approx(lr_schedule(12, 1e-3, 4, progress=11 / 12, cooldown=0.5))
+    assert cooled[0] == pytest.approx(plain[0]) == pytest.approx(schedule(6, 1e-3, 4))
+    assert cooled[1] == pytest.approx(schedule(12, 1e-3, 4, progress=11 / 12, cooldown=0.5))
     assert cooled[1] == pytest.approx(plain[1] / 6)
     train(tmp_path / "linear", replace(config, max_steps=12, cooldown=1.0, decay="none"), model_cfg)
     linear = [row["lr"] for row in read_metrics(tmp_path / "linear") if not row.get("averaged")]

@@ -17,9 +17,7 @@ import math
 from seq2seq.training.config import TrainConfig
 
 
-def lr_schedule(
-    step: int, peak: float, warmup: int, progress: float = 0.0, cooldown: float = 0.0, decay: str = "rsqrt"
-) -> float:
+def lr_schedule(step: int, peak: float, warmup: int, progress: float, cooldown: float, decay: str) -> float:
     """Linear warmup to `peak`, then decay with 1/sqrt(step) (Vaswani et al. 2017) or, with decay
     "none", held at the peak; over the last `cooldown` share of the budget (`progress` from
     1 - cooldown to 1) that rate falls linearly to 0."""

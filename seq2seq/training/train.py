@@ -1,4 +1,5 @@
-"""Training: label-smoothed cross-entropy, AdamW with warmup + inverse-square-root decay, token-budget
+"""Training: label-smoothed cross-entropy, AdamW with warmup then the run's schedule (held at the
+peak and falling linearly to zero over the budget, or an inverse-square-root decay), token-budget
 batches, validation (loss and greedy BLEU) after every epoch and at the stop, best-by-BLEU weights,
 early stopping, and exact resume from the run directory."""
 
