@@ -8,6 +8,7 @@ import typer
 from seq2seq.cli import display
 from seq2seq.cli.options import BEAM, DEVICE, RUN, run_dir
 from seq2seq.errors import Seq2SeqError
+from seq2seq.serve.limits import MAX_QUEUE, REQUEST_TIMEOUT
 
 
 def serve(
@@ -22,6 +23,19 @@ def serve(
         min=0.0,
         max=10_000.0,
         help="How long a request may wait for others to share its batch.",
+    ),
+    max_queue: int = typer.Option(
+        MAX_QUEUE,
+        "--max-queue",
+        min=1,
+        help="Work queued or decoding at most, lines x beam (503 past it).",
+    ),
+    request_timeout: float = typer.Option(
+        REQUEST_TIMEOUT,
+        "--request-timeout",
+        min=0.1,
+        max=86_400.0,
+        help="Seconds a request may wait (504 past it).",
     ),
     device: str = DEVICE,
     threads: int | None = typer.Option(
@@ -74,6 +88,8 @@ def serve(
         max_wait_ms=max_wait_ms,
         api_key=key,
         loopback_only=is_loopback(host),
+        max_queue=max_queue,
+        request_timeout=request_timeout,
     )
     address = sock.getsockname()
     url = f"http://{address[0] if ':' not in address[0] else f'[{address[0]}]'}:{address[1]}"

@@ -4,6 +4,10 @@
     batcher.py  dynamic batching: one worker thread runs the model on concurrent requests together
     server.py   uvicorn on a socket we bind ourselves, stopped gracefully by Ctrl-C or SIGTERM
     info.py     what /info says about the run, and the check that the extra is installed
+    admission.py  what a request weighs, the queue's bound (503), deadlines (504), clients that leave
+    guard.py    Host check, API key, security headers
+    errors.py   the one-line JSON error
+    limits.py   the defaults of the limits
 
 Only app.py imports the web framework, only server.py imports uvicorn.
 

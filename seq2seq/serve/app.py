@@ -15,7 +15,7 @@ import json
 from contextlib import asynccontextmanager
 from dataclasses import fields
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
@@ -23,15 +23,20 @@ from starlette.exceptions import HTTPException
 from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.search import DecodeOptions, Translations
 from seq2seq.errors import Seq2SeqError
+from seq2seq.serve.admission import Busy, admit, answer, check_work, request_work
 from seq2seq.serve.batcher import Batcher, Job
 from seq2seq.serve.errors import REQUEST_ERRORS, BodyCheck, add_error_handlers, errors
 from seq2seq.serve.guard import ApiKey, HostCheck, SecurityHeaders
+from seq2seq.serve.limits import (
+    MAX_BEAM,
+    MAX_BODY,
+    MAX_CHARS,
+    MAX_LINES,
+    MAX_QUEUE,
+    MAX_WORK,
+    REQUEST_TIMEOUT,
+)
 from seq2seq.views.explorer import maps_json, page
-
-MAX_LINES = 256  # lines in one request
-MAX_CHARS = 1000  # characters in one line (the model reads at most max_positions pieces anyway)
-MAX_BEAM = 64  # a beam is memory: K hypotheses x the vocabulary at every step
-MAX_BODY = 2 << 20  # bytes: room for MAX_LINES x MAX_CHARS of any script, JSON-escaped
 
 
 def decode_field(name: str, **extra):
@@ -90,10 +95,21 @@ def create_app(
     on_batch=None,
     api_key: str | None = None,
     loopback_only: bool = False,
+    max_queue: int = MAX_QUEUE,
+    max_work: int = MAX_WORK,
+    request_timeout: float = REQUEST_TIMEOUT,
 ) -> FastAPI:
     """The app serving one loaded run; its batcher's worker runs while the app is up."""
     batcher = Batcher(model, tokenizer, max_batch, max_wait_ms, on_batch)
-    limits = {"max_lines": max_lines, "max_chars": max_chars, "max_beam": min(MAX_BEAM, tokenizer.vocab_size)}
+    limits = {
+        "max_lines": max_lines,
+        "max_chars": max_chars,
+        "max_beam": min(MAX_BEAM, tokenizer.vocab_size),
+        "max_work": max_work,  # lines x beam x output pieces, a request
+        "max_queue": max_queue,  # lines x beam, queued and decoding
+        "request_timeout_s": request_timeout,
+    }
+    longest = model.cfg.max_positions - 1
     if beam > limits["max_beam"]:  # else every request that names no beam would be refused
         raise Seq2SeqError(f"--beam {beam} is above this server's limit of {limits['max_beam']}")
     info = run_info | {
@@ -121,6 +137,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.add_middleware(BodyCheck, limit=MAX_BODY)  # the last added runs first
+    app.add_middleware(Busy, batcher=batcher, max_queue=max_queue)
     if api_key is not None:
         app.add_middleware(ApiKey, key=api_key)
     if loopback_only:
@@ -142,11 +159,13 @@ def create_app(
         return chosen
 
     @app.post("/translate", response_model=TranslateResponse, responses=REQUEST_ERRORS)
-    async def translate(request: TranslateRequest) -> dict:
+    async def translate(request: TranslateRequest, http: Request) -> dict:
         """Translate one sentence or a list: the same output as `seq2seq translate` (n-best with scores)."""
         lines = checked_lines(request.text, max_lines, max_chars)
         job = Job("translate", lines, options(request, request.nbest))
-        result: Translations = await asyncio.wrap_future(batcher.submit(job))
+        admit(batcher, job.weight, max_queue)  # before the work is weighed: a refusal costs little
+        check_work(request_work(tokenizer, longest, lines, job.options), max_work)
+        result: Translations = await answer(http, batcher, job, request_timeout)
         return {
             "translations": result.best,
             "scores": [hyps[0][1] for hyps in result.nbest],
@@ -159,7 +178,7 @@ def create_app(
         response_class=Response,
         responses={200: {"content": {"application/json": {}}}, **REQUEST_ERRORS},
     )
-    async def attention(request: AttentionRequest) -> Response:
+    async def attention(request: AttentionRequest, http: Request) -> Response:
         """Every attention map of one sentence's translation (the model's own, or the given one)."""
         lines = checked_lines(request.text, 1, max_chars)
         forced = (
@@ -168,7 +187,9 @@ def create_app(
             else checked_lines(request.translation, 1, max_chars, "translation")
         )
         job = Job("attention", lines, options(request), forced)
-        maps = (await asyncio.wrap_future(batcher.submit(job)))[0]
+        admit(batcher, job.weight, max_queue)
+        check_work(request_work(tokenizer, longest, lines, job.options), max_work)
+        maps = (await answer(http, batcher, job, request_timeout))[0]
         body = await asyncio.to_thread(lambda: json.dumps(maps_json(maps), ensure_ascii=False).encode())
         return Response(body, media_type="application/json")
 

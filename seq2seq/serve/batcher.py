@@ -8,7 +8,10 @@ identical decode options, and each group is one call of the library's `translate
 `attention_batch`): the same code path as `seq2seq translate`, so the same output.
 
 Answers go back through `concurrent.futures.Future`s, which the event loop awaits without ever
-blocking on the model. The model is touched by the worker thread alone.
+blocking on the model. The model is touched by the worker thread alone. A job whose future was
+cancelled before the worker reached it (its client left, or its deadline passed) is dropped
+unworked. The queue is bounded by the app, which asks `pending_work` (each job's lines x beam,
+submitted and not answered) before it submits, and answers 503 beyond its bound.
 """
 
 import queue
@@ -37,6 +40,11 @@ class Job:
     future: Future | None = None
     arrived: float = 0.0  # time.monotonic() when queued
 
+    @property
+    def weight(self) -> int:
+        """What the job weighs in the queue: its lines x its beam."""
+        return len(self.lines) * self.options.beam
+
     def key(self) -> tuple:
         """Jobs with equal keys are decoded together in one call."""
         return self.work, self.translations is not None, astuple(self.options)
@@ -59,6 +67,8 @@ class Batcher:
         self.queue: queue.Queue[Job | None] = queue.Queue()
         self.held: Job | None = None  # taken from the queue but left for the next batch (it did not fit)
         self.pending = 0  # jobs submitted and not yet answered
+        self.pending_work = 0  # their lines x beam
+        self.work_per_second = 0.0  # lines x beam decoded a second lately (a moving average)
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._work, name="seq2seq-model", daemon=True)
 
@@ -74,13 +84,20 @@ class Batcher:
         job.future, job.arrived = Future(), time.monotonic()
         with self.lock:
             self.pending += 1
-        job.future.add_done_callback(self._answered)
+            self.pending_work += job.weight
+        job.future.add_done_callback(lambda _: self._answered(job))
         self.queue.put(job)
         return job.future
 
-    def _answered(self, _future: Future) -> None:
+    def _answered(self, job: Job) -> None:
         with self.lock:
             self.pending -= 1
+            self.pending_work -= job.weight
+
+    def seconds_for(self, work: int) -> float:
+        """About how long `work` (lines x beam) takes at the rate seen lately."""
+        rate = self.work_per_second or 10.0  # none seen yet: a slow CPU's pace
+        return work / rate
 
     def _work(self) -> None:
         while True:
@@ -132,6 +149,7 @@ class Batcher:
     def _decode(self, jobs: list[Job]) -> None:
         lines = [line for job in jobs for line in job.lines]
         options = replace(jobs[0].options, batch_size=self.max_batch)
+        start = time.monotonic()
         try:
             if self.on_batch is not None:
                 self.on_batch(jobs[0].work, len(lines))
@@ -149,6 +167,9 @@ class Batcher:
                 for job in jobs:
                     self._decode([job])
             return
+        rate = len(lines) * options.beam / max(time.monotonic() - start, 1e-3)
+        seen = self.work_per_second
+        self.work_per_second = rate if not seen else 0.8 * seen + 0.2 * rate
         for job, answer in zip(jobs, answers, strict=True):
             job.future.set_result(answer)
 

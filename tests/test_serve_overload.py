@@ -1,0 +1,120 @@
+"""Overload is an answer, not a pile-up: a request's work is counted before it is queued (413 past
+the limit), the queue is bounded (503 with Retry-After beyond it), a request has a deadline (504),
+and the work of a request whose deadline passed or whose client left is dropped, never decoded."""
+
+import json
+import socket
+import threading
+import time
+import urllib.parse
+
+import pytest
+
+from tests.conftest import tiny_model, write_run
+from tests.serve_helpers import get, live_server, make_app, post
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return write_run(tmp_path_factory.mktemp("overload"), lambda v: tiny_model(vocab_size=v, seed=9))
+
+
+class Gate:
+    """Holds the model's worker in its first batch until opened; records every batch's lines."""
+
+    def __init__(self):
+        self.opened, self.entered, self.batches = threading.Event(), threading.Event(), []
+
+    def __call__(self, work: str, lines: int) -> None:
+        self.batches.append(lines)
+        self.entered.set()
+        self.opened.wait(20)
+
+
+def in_thread(fn, *args) -> dict:
+    out = {}
+    thread = threading.Thread(target=lambda: out.update(answer=fn(*args)), daemon=True)
+    thread.start()
+    out["thread"] = thread
+    return out
+
+
+def wait_until(condition, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_request_is_weighed_by_its_work_not_its_characters(run):
+    with live_server(make_app(run, beam=2, max_work=2000)) as url:
+        limits = get(f"{url}/info")["limits"]
+        assert (limits["max_work"], limits["max_queue"], limits["request_timeout_s"]) == (2000, 2048, 60.0)
+        status, body = post(f"{url}/translate", {"text": ["a dog"] * 4, "beam": 2})
+        assert status == 200, body
+        status, body = post(f"{url}/translate", {"text": ["a dog"] * 8, "beam": 16, "min_len": 40})
+        assert status == 413 and "units of work (lines x beam x output pieces)" in body["error"], body
+        status, body = post(f"{url}/attention", {"text": "a dog", "beam": 64, "max_len": 60})
+        assert status == 413, body
+
+
+def test_beyond_the_queue_s_bound_the_answer_is_503_with_retry_after(run):
+    gate = Gate()
+    with live_server(make_app(run, beam=2, max_queue=6, on_batch=gate)) as url:
+        first = in_thread(post, f"{url}/translate", {"text": "a dog"})  # 1 line x beam 2, decoding
+        gate.entered.wait(10)
+        second = in_thread(post, f"{url}/translate", {"text": ["the cat", "a man"]})  # 4 more: 6 in all
+        wait_until(lambda: get(f"{url}/health")["pending"] == 2)
+        request = urllib.request.Request(
+            f"{url}/translate", json.dumps({"text": "two men"}).encode(), {"Content-Type": "application/json"}
+        )
+        try:
+            urllib.request.urlopen(request, timeout=10)
+            raise AssertionError("a request beyond the queue's bound was taken")
+        except urllib.error.HTTPError as e:
+            assert e.code == 503 and int(e.headers["Retry-After"]) >= 1
+            assert "the server is busy" in json.loads(e.read())["error"]
+        gate.opened.set()
+        for waiting in (first, second):
+            waiting["thread"].join(20)
+            assert waiting["answer"][0] == 200
+        assert post(f"{url}/translate", {"text": "two men"})[0] == 200  # room again
+
+
+def test_past_its_deadline_a_request_is_504_and_its_work_is_dropped(run):
+    gate = Gate()
+    with live_server(make_app(run, beam=2, request_timeout=0.5, on_batch=gate)) as url:
+        first = in_thread(post, f"{url}/translate", {"text": "a dog"})
+        gate.entered.wait(10)
+        tick = time.monotonic()
+        status, body = post(f"{url}/translate", {"text": ["the cat", "a man", "two men"]})
+        assert status == 504 and "the work was dropped" in body["error"], body
+        assert time.monotonic() - tick < 5
+        gate.opened.set()
+        first["thread"].join(20)
+        assert first["answer"][0] == 504  # it waited in the gate past its deadline too
+        assert post(f"{url}/translate", {"text": "a girl"})[0] == 200
+        assert 3 not in gate.batches  # the three lines that timed out in the queue were never decoded
+        assert get(f"{url}/health")["pending"] == 0
+
+
+def test_the_work_of_a_client_that_left_is_dropped(run):
+    gate = Gate()
+    with live_server(make_app(run, beam=2, on_batch=gate)) as url:
+        first = in_thread(post, f"{url}/translate", {"text": "a dog"})
+        gate.entered.wait(10)
+        address = urllib.parse.urlsplit(url)
+        for _ in range(5):  # clients that send three lines and hang up at once
+            body = json.dumps({"text": ["the cat", "a man", "two men"]}).encode()
+            with socket.create_connection((address.hostname, address.port)) as sock:
+                sock.sendall(
+                    b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+        wait_until(lambda: get(f"{url}/health")["pending"] == 1)  # theirs went when they did
+        gate.opened.set()
+        first["thread"].join(20)
+        assert first["answer"][0] == 200
+        assert post(f"{url}/translate", {"text": "a girl"})[0] == 200
+        assert gate.batches == [1, 1]  # the first request's line, then the last one's: none of theirs
