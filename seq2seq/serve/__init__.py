@@ -9,7 +9,8 @@
     errors.py   the one-line JSON error
     limits.py   the defaults of the limits
 
-Only app.py imports the web framework, only server.py imports uvicorn.
+Only app.py and errors.py import FastAPI (admission.py and guard.py take Starlette's request and
+exception types), only server.py imports uvicorn.
 
 May import: `seq2seq.views` (the explorer), `seq2seq.decoding`, `seq2seq.training.checkpoint`
 and `seq2seq.training.resume` (the run's description), `seq2seq.models`, `seq2seq.data` and the
