@@ -12,7 +12,17 @@ from tests.cli_helpers import run_cli
 from tests.conftest import tiny_model, write_run
 from tests.serve_helpers import make_app
 
-INVISIBLE = ["\u200b", "\u200b\u200b", "\ufeff", "\u200d", "\u2060", " \u00ad ", "\u200c\t\u200b"]
+INVISIBLE = [
+    "\u200b",
+    "\u200b\u200b",
+    "\ufeff",
+    "\u200d",
+    "\u2060",
+    " \u00ad ",
+    "\u200c\t\u200b",
+    "\x08",
+    "\x1b\x07",
+]
 
 
 @pytest.fixture(scope="module")
@@ -48,3 +58,22 @@ def test_the_server_refuses_an_invisible_line_as_it_refuses_a_blank_one(run, lin
             response = client.post("/translate", json=body)
             assert response.status_code in (400, 422) and "is empty" in response.json()["error"]
         assert client.post("/attention", json={"text": line}).status_code in (400, 422)
+
+
+def test_a_line_the_tokenizer_reduces_to_nothing_is_an_empty_translation_on_the_server_too(run):
+    """SentencePiece's own space mark, alone, is no piece at all: the empty translation, score 0,
+    as the CLI prints it (the server once failed with a 500 on it)."""
+    model, tokenizer = load_run(run)
+    assert tokenizer.encode(["\u2581"]) == [[]] and not is_blank("\u2581")
+    assert translate(model, tokenizer, ["\u2581"], DecodeOptions(beam=2)).best == [""]
+    with TestClient(make_app(run, beam=2)) as client:
+        answer = client.post("/translate", json={"text": ["a dog", "\u2581"], "nbest": 2}).json()
+        assert answer["translations"][1] == "" and answer["scores"][1] == 0.0
+        assert answer["nbest"][1] == [{"text": "", "score": 0.0}]
+
+
+def test_a_control_character_alone_is_refused_as_empty_by_the_server(run):
+    """Found by the generated requests (tests/test_serve_contract.py): a lone backspace was a 500."""
+    with TestClient(make_app(run, beam=2)) as client:
+        response = client.post("/translate", json={"text": "\x08"})
+        assert response.status_code == 422 and response.json() == {"error": "text is empty"}

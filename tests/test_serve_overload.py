@@ -2,7 +2,9 @@
 the limit), the queue is bounded (503 with Retry-After beyond it), a request has a deadline (504),
 and the work of a request whose deadline passed or whose client left is dropped, never decoded."""
 
+import contextlib
 import json
+import signal
 import socket
 import threading
 import time
@@ -118,3 +120,55 @@ def test_the_work_of_a_client_that_left_is_dropped(run):
         assert first["answer"][0] == 200
         assert post(f"{url}/translate", {"text": "a girl"})[0] == 200
         assert gate.batches == [1, 1]  # the first request's line, then the last one's: none of theirs
+
+
+@contextlib.contextmanager
+def served(app):
+    """The app under the server `seq2seq serve` runs, its stop wired as there; yields (url, server)."""
+    import uvicorn
+
+    from seq2seq.serve.server import GracefulServer, listen
+
+    sock = listen("127.0.0.1", 0)
+    server = GracefulServer(uvicorn.Config(app, log_level="warning"), on_stop=app.state.batcher.shed)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    wait_until(lambda: server.started)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", server
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        assert not thread.is_alive()
+
+
+def test_a_stop_answers_the_queue_503_and_lets_the_batch_under_way_finish(run):
+    gate = Gate()
+    with served(make_app(run, beam=2, on_batch=gate)) as (url, server):
+        first = in_thread(post, f"{url}/translate", {"text": "a dog"})
+        gate.entered.wait(10)
+        queued = [in_thread(post, f"{url}/translate", {"text": ["the cat", "a man"]}) for _ in range(3)]
+        wait_until(lambda: get(f"{url}/health")["pending"] == 4)
+        server.handle_exit(signal.SIGTERM, None)  # what SIGTERM or a first Ctrl-C does
+        for waiting in queued:
+            waiting["thread"].join(10)
+            status, body = waiting["answer"]
+            assert status == 503 and "the server is stopping" in body["error"], body
+        gate.opened.set()
+        first["thread"].join(20)
+        assert first["answer"][0] == 200  # the batch under way was answered
+    assert gate.batches == [1]  # nothing queued was decoded for nobody
+
+
+def test_a_second_ctrl_c_ends_the_process_at_once(monkeypatch):
+    import uvicorn
+
+    from seq2seq.serve.server import GracefulServer
+
+    exits, stops = [], []
+    monkeypatch.setattr("os._exit", exits.append)
+    server = GracefulServer(uvicorn.Config(lambda *_: None), on_stop=lambda: stops.append(1))
+    server.handle_exit(signal.SIGINT, None)
+    assert server.should_exit and stops == [1] and exits == []
+    server.handle_exit(signal.SIGINT, None)
+    assert exits == [130] and stops == [1]

@@ -66,11 +66,11 @@ class Tokenizer:
 
 
 def is_blank(text: str) -> bool:
-    """Whether a line holds nothing to translate: only whitespace and invisible format characters
-    (zero-width spaces and joiners, a byte-order mark, soft hyphens: Unicode's category Cf), which
-    the tokenizer drops or cannot read. Such a line is a blank line, never a source of invented
-    text."""
-    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
+    """Whether a line holds nothing to translate: only whitespace, invisible format characters
+    (zero-width spaces and joiners, a byte-order mark, soft hyphens: Unicode's category Cf) and
+    control characters (Cc: a backspace, an escape), which the tokenizer drops or cannot read.
+    Such a line is a blank line, never a source of invented text."""
+    return all(c.isspace() or unicodedata.category(c) in ("Cf", "Cc") for c in text)
 
 
 def train_tokenizer(

@@ -144,6 +144,7 @@ def create_app(
         app.add_middleware(HostCheck)
     app.add_middleware(SecurityHeaders, page=explorer)
     add_error_handlers(app)
+    app.state.batcher = batcher  # the server sheds its queue when told to stop
 
     def options(request: DecodeFields, nbest: int = 1) -> DecodeOptions:
         chosen = DecodeOptions(
@@ -168,8 +169,9 @@ def create_app(
         result: Translations = await answer(http, batcher, job, request_timeout)
         return {
             "translations": result.best,
-            "scores": [hyps[0][1] for hyps in result.nbest],
-            "nbest": [[{"text": t, "score": s} for t, s in hyps] for hyps in result.nbest],
+            # a line the tokenizer reduces to nothing has no hypothesis: the empty one, as the CLI's
+            "scores": [hyps[0][1] if hyps else 0.0 for hyps in result.nbest],
+            "nbest": [[{"text": t, "score": s} for t, s in hyps or [("", 0.0)]] for hyps in result.nbest],
             "truncated": result.truncated,
         }
 

@@ -70,6 +70,7 @@ class Batcher:
         self.pending_work = 0  # their lines x beam
         self.work_per_second = 0.0  # lines x beam decoded a second lately (a moving average)
         self.lock = threading.Lock()
+        self.shedding = False  # stopping: nothing more is decoded but the batch under way
         self.thread = threading.Thread(target=self._work, name="seq2seq-model", daemon=True)
 
     def start(self) -> None:
@@ -79,6 +80,22 @@ class Batcher:
         """Answer everything already queued, then end the worker."""
         self.queue.put(None)
         self.thread.join()
+
+    def shed(self) -> None:
+        """Stop decoding anything new: every job not yet started is cancelled (its request is
+        answered 503); the batch under way finishes."""
+        self.shedding = True
+        while True:
+            try:
+                job = self.queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is None:  # the stop sentinel stays for the worker
+                self.queue.put(None)
+                break
+            job.future.cancel()
+        if self.held is not None:
+            self.held.future.cancel()
 
     def submit(self, job: Job) -> Future:
         job.future, job.arrived = Future(), time.monotonic()
@@ -142,6 +159,9 @@ class Batcher:
     def _run(self, jobs: list[Job]) -> None:
         """One model call for jobs of equal options; each job gets its own slice of the result
         (or the error, e.g. a beam above the vocabulary: the same for all of them)."""
+        if self.shedding:
+            for job in jobs:
+                job.future.cancel()
         jobs = [job for job in jobs if job.future.set_running_or_notify_cancel()]  # a client that left
         if jobs:
             self._decode(jobs)

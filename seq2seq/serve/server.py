@@ -1,10 +1,13 @@
 """Run the app under uvicorn on a socket bound here (so a busy port is a one-line error, and port 0
-picks a free one), stopping gracefully: Ctrl-C or SIGTERM stops taking connections, answers the
-requests in flight, stops the model's worker, and returns (the CLI then exits 0)."""
+picks a free one), stopping gracefully: Ctrl-C or SIGTERM stops taking connections, answers 503
+to every request the model has not started, lets the batch under way finish, stops the model's
+worker, and returns (the CLI then exits 0). A second Ctrl-C ends the process at once."""
 
 import contextlib
+import os
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -12,7 +15,7 @@ import uvicorn
 
 from seq2seq.errors import Seq2SeqError
 
-GRACE_SECONDS = 60  # in-flight requests get this long to be answered; a second Ctrl-C stops at once
+GRACE_SECONDS = 30  # the batch under way gets this long to be answered; a second Ctrl-C stops at once
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -31,12 +34,28 @@ def listen(host: str, port: int) -> socket.socket:
 def serve(app, sock: socket.socket) -> None:
     """Serve until Ctrl-C or SIGTERM, then drain and return."""
     config = uvicorn.Config(app, log_level="info", access_log=False, timeout_graceful_shutdown=GRACE_SECONDS)
-    GracefulServer(config).run(sockets=[sock])
+    GracefulServer(config, on_stop=app.state.batcher.shed).run(sockets=[sock])
 
 
 class GracefulServer(uvicorn.Server):
     """uvicorn's server, except that after a graceful stop it returns instead of raising the signal
-    again (which would end the process with status 130 or 143 after a clean shutdown)."""
+    again (which would end the process with status 130 or 143 after a clean shutdown). `on_stop`
+    runs at the first signal (the batcher sheds its queue); a second Ctrl-C ends the process at
+    once, status 130: waiting for the model's thread there is what the user refused, and leaving
+    it to the interpreter's exit would abort in the middle of a torch call."""
+
+    def __init__(self, config, on_stop=None):
+        super().__init__(config)
+        self.on_stop = on_stop
+
+    def handle_exit(self, sig, frame) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            sys.stderr.write("stopped at once\n")
+            sys.stderr.flush()
+            os._exit(130)
+        if not self.should_exit and self.on_stop is not None:
+            self.on_stop()
+        super().handle_exit(sig, frame)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
