@@ -238,12 +238,27 @@ def _load_file(path: Path, src: str, tgt: str) -> list[Pair]:
     if path.suffix not in TRANSLATION_FILE_FORMATS:
         raise Seq2SeqError(f"{path}: unknown format; use .tsv, .parquet, .json or .jsonl")
     builder = TRANSLATION_FILE_FORMATS[path.suffix]
+    if builder == "json":
+        _check_json_start(path)
     try:
         ds = import_datasets().load_dataset(builder, data_files={"data": str(path)}, split="data")
     except Exception as e:  # datasets wraps every parse failure in its own exception types
         reason = e.__cause__ or e  # datasets' own wrapper says only "an error occurred"
         raise Seq2SeqError(f"{path}: cannot load ({first_line(reason)})") from None
     return _translation_pairs(ds, str(path), src, tgt)
+
+
+def _check_json_start(path: Path) -> None:
+    """A JSON corpus begins with an object (a row of JSON lines) or an array of them: anything else
+    is refused here, since Arrow's JSON reader crashes the process on some of it (a first row of
+    `null`)."""
+    try:
+        with open(path, "rb") as f:
+            start = f.read(1 << 16).removeprefix(b"\xef\xbb\xbf").lstrip()  # a byte-order mark, then space
+    except OSError as e:
+        raise Seq2SeqError(f"{path}: cannot read ({first_line(e)})") from None
+    if start and start[:1] not in (b"{", b"["):
+        raise Seq2SeqError(f"{path}: not rows of JSON objects (it begins {start[:20]!r})")
 
 
 def _split_tsv(path: Path, lines: Iterable[str]) -> list[Pair]:
