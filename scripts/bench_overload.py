@@ -16,15 +16,12 @@ import argparse
 import http.client
 import json
 import os
-import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
 
-from scripts.common import cpu
+from scripts.common import ServeProcess, cpu
 from seq2seq.data.corpus import load_pairs
 
 
@@ -41,43 +38,17 @@ def main() -> None:
             else ""
         )
     )
-    with Server(args) as (host, port, proc):
+    serve_args = ["--beam", str(args.beam), "--max-queue", str(args.max_queue)]
+    with ServeProcess(args.run, [*serve_args, "--request-timeout", str(args.request_timeout)]) as (
+        host,
+        port,
+        proc,
+    ):
         report = Load(host, port, proc.pid, lines, args).run()
         report["pending_after_s"] = wait_for_idle(host, port) if args.hang_up else None
     report["tracebacks"] = proc.log.count("Traceback")
     report["exit"] = proc.returncode
     show(report)
-
-
-class Server:
-    """`seq2seq serve` on a free port; stopped by SIGTERM at the end, which must exit 0."""
-
-    def __init__(self, args):
-        self.command = [
-            *(sys.executable, "-m", "seq2seq", "serve", "--run", args.run, "--port", "0"),
-            *("--beam", str(args.beam), "--max-queue", str(args.max_queue)),
-            *("--request-timeout", str(args.request_timeout)),
-        ]
-
-    def __enter__(self):
-        self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        first = self.proc.stdout.readline()
-        if " at " not in first:
-            sys.exit(f"the server did not start: {self.proc.stderr.read()}")
-        host, port = first.split(" at ")[1].split()[0].removeprefix("http://").rsplit(":", 1)
-        self.proc.log = ""
-        self.reader = threading.Thread(target=self._read_log, daemon=True)
-        self.reader.start()
-        return host, int(port), self.proc
-
-    def _read_log(self) -> None:
-        for line in self.proc.stderr:
-            self.proc.log += line
-
-    def __exit__(self, *_) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(300)
-        self.reader.join(10)
 
 
 class Load:

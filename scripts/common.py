@@ -98,3 +98,35 @@ def time_ctranslate2(
         raise SystemExit(f"the CTranslate2 worker failed: {proc.stderr.strip()[-2000:]}")
     answers = [json.loads(line) for line in proc.stdout.splitlines()]
     return [(a["seconds"], a["outputs"]) for a in answers]
+
+
+class ServeProcess:
+    """`seq2seq serve RUN ARGS` in its own process on a free 127.0.0.1 port, its stderr collected in
+    `proc.log`; stopped by SIGTERM at the end. Yields (host, port, proc)."""
+
+    def __init__(self, run: str, args: list[str]):
+        self.command = [sys.executable, "-m", "seq2seq", "serve", "--run", run, "--port", "0", *args]
+
+    def __enter__(self):
+        import threading
+
+        self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = self.proc.stdout.readline()
+        if " at " not in first:
+            sys.exit(f"the server did not start: {self.proc.stderr.read()}")
+        host, port = first.split(" at ")[1].split()[0].removeprefix("http://").rsplit(":", 1)
+        self.proc.log = ""
+        self.reader = threading.Thread(target=self._read_log, daemon=True)
+        self.reader.start()
+        return host, int(port), self.proc
+
+    def _read_log(self) -> None:
+        for line in self.proc.stderr:
+            self.proc.log += line
+
+    def __exit__(self, *_) -> None:
+        import signal
+
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(300)
+        self.reader.join(10)

@@ -223,3 +223,15 @@ def test_a_json_corpus_that_begins_with_no_object_is_refused_not_a_crash(tmp_pat
         timeout=120,
     )
     assert result.returncode == 2 and "not rows of JSON objects" in result.stderr, result.stderr
+
+
+def test_a_field_name_with_a_line_break_is_named_in_one_line(run, tmp_path):
+    """Found by the fuzzer: a train field named "\\n0" broke the one-line error in two."""
+    copy = tmp_path / "run"
+    copy.mkdir()
+    sections = json.loads((run / ckpt.CONFIG).read_text())
+    sections["train"]["\n0"] = 1
+    (copy / ckpt.CONFIG).write_text(json.dumps(sections))
+    with pytest.raises(Seq2SeqError) as refused:
+        stored_train_config(copy)
+    assert "does not know: '\\n0'" in str(refused.value) and "\n" not in str(refused.value)

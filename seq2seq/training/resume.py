@@ -63,7 +63,7 @@ def stored_train_config(run_dir: Path) -> TrainConfig:
     unknown = sorted(set(values) - names - set(REMOVED))
     if unknown:
         raise Seq2SeqError(
-            f"{where}: the 'train' section has fields this version does not know: {', '.join(unknown)}"
+            f"{where}: the 'train' section has fields this version does not know: {_names(unknown)}"
         )
     used = [
         f"{name} {values[name]!r}" for name in REMOVED if values.get(name, REMOVED[name]) != REMOVED[name]
@@ -197,3 +197,10 @@ def flag(name: str, value: object) -> str:
 def option_name(name: str, value: object = None) -> str:
     """`heads` -> `--heads`; a switch turned off is its `--no-` form."""
     return f"--{'no-' if value is False else ''}{name.replace('_', '-')}"
+
+
+def _names(names: list[str]) -> str:
+    """Field names from a file, as one line: a name that is not a plain word is quoted."""
+    return ", ".join(n if n.isidentifier() else repr(n)[:40] for n in names[:10]) + (
+        " ..." if len(names) > 10 else ""
+    )
