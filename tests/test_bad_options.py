@@ -80,7 +80,7 @@ def test_corpus_whose_every_pair_is_filtered(cli, tmp_path):
     assert result.code == 2 and "every one of the 2 training pairs was filtered out" in result.err
 
 
-@pytest.mark.parametrize("suffix,garbage", [(".jsonl", b"garbage{{\n"), (".parquet", b"PAR1garbage")])
+@pytest.mark.parametrize("suffix,garbage", [(".jsonl", b'{"garbage{{\n'), (".parquet", b"PAR1garbage")])
 def test_a_garbage_corpus_file_is_one_line(tmp_path, suffix, garbage):
     """datasets logs its own error before raising; ours alone is shown."""
     for split in ("train", "val"):

@@ -130,7 +130,8 @@ def served(app):
     from seq2seq.serve.server import GracefulServer, listen
 
     sock = listen("127.0.0.1", 0)
-    server = GracefulServer(uvicorn.Config(app, log_level="warning"), on_stop=app.state.batcher.shed)
+    batcher = app.state.batcher
+    server = GracefulServer(uvicorn.Config(app, log_level="warning"), on_stop=lambda: batcher.close(0.5))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     wait_until(lambda: server.started)
@@ -142,7 +143,7 @@ def served(app):
         assert not thread.is_alive()
 
 
-def test_a_stop_answers_the_queue_503_and_lets_the_batch_under_way_finish(run):
+def test_a_stop_answers_503_to_what_the_grace_does_not_reach_and_lets_the_batch_under_way_finish(run):
     gate = Gate()
     with served(make_app(run, beam=2, on_batch=gate)) as (url, server):
         first = in_thread(post, f"{url}/translate", {"text": "a dog"})
@@ -150,7 +151,9 @@ def test_a_stop_answers_the_queue_503_and_lets_the_batch_under_way_finish(run):
         queued = [in_thread(post, f"{url}/translate", {"text": ["the cat", "a man"]}) for _ in range(3)]
         wait_until(lambda: get(f"{url}/health")["pending"] == 4)
         server.handle_exit(signal.SIGTERM, None)  # what SIGTERM or a first Ctrl-C does
-        for waiting in queued:
+        status, body = post(f"{url}/translate", {"text": "a girl"})  # no new work is taken
+        assert status == 503 and "the server is stopping" in body["error"]
+        for waiting in queued:  # the gate holds the model past the 0.5 s grace: these are shed
             waiting["thread"].join(10)
             status, body = waiting["answer"]
             assert status == 503 and "the server is stopping" in body["error"], body

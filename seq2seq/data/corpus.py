@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
 
+from seq2seq.data.hf_datasets import import_datasets, load_hub, load_translation_file
 from seq2seq.errors import Seq2SeqError, first_line
 
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
@@ -40,7 +41,7 @@ def load_pairs(corpus: str, split: str, src: str, tgt: str, data_dir: str | Path
     """All (src, tgt) pairs of one split, in corpus order, nothing filtered."""
     files = _corpus_files(corpus, split, src, tgt, data_dir)
     if files is None:
-        return _load_hub(corpus, split, src, tgt)
+        return load_hub(corpus, split, src, tgt)
     if corpus == "multi30k":
         return _load_multi30k(files)
     return _load_file(files[0], src, tgt)
@@ -237,28 +238,7 @@ def _load_file(path: Path, src: str, tgt: str) -> list[Pair]:
         return _split_tsv(path, _lines(path))
     if path.suffix not in TRANSLATION_FILE_FORMATS:
         raise Seq2SeqError(f"{path}: unknown format; use .tsv, .parquet, .json or .jsonl")
-    builder = TRANSLATION_FILE_FORMATS[path.suffix]
-    if builder == "json":
-        _check_json_start(path)
-    try:
-        ds = import_datasets().load_dataset(builder, data_files={"data": str(path)}, split="data")
-    except Exception as e:  # datasets wraps every parse failure in its own exception types
-        reason = e.__cause__ or e  # datasets' own wrapper says only "an error occurred"
-        raise Seq2SeqError(f"{path}: cannot load ({first_line(reason)})") from None
-    return _translation_pairs(ds, str(path), src, tgt)
-
-
-def _check_json_start(path: Path) -> None:
-    """A JSON corpus begins with an object (a row of JSON lines) or an array of them: anything else
-    is refused here, since Arrow's JSON reader crashes the process on some of it (a first row of
-    `null`)."""
-    try:
-        with open(path, "rb") as f:
-            start = f.read(1 << 16).removeprefix(b"\xef\xbb\xbf").lstrip()  # a byte-order mark, then space
-    except OSError as e:
-        raise Seq2SeqError(f"{path}: cannot read ({first_line(e)})") from None
-    if start and start[:1] not in (b"{", b"["):
-        raise Seq2SeqError(f"{path}: not rows of JSON objects (it begins {start[:20]!r})")
+    return load_translation_file(path, TRANSLATION_FILE_FORMATS[path.suffix], src, tgt)
 
 
 def _split_tsv(path: Path, lines: Iterable[str]) -> list[Pair]:
@@ -273,43 +253,3 @@ def _split_tsv(path: Path, lines: Iterable[str]) -> list[Pair]:
     if not pairs:
         raise Seq2SeqError(f"{path} is empty")
     return pairs
-
-
-def _load_hub(corpus: str, split: str, src: str, tgt: str) -> list[Pair]:
-    name, _, config = corpus.partition(":")
-    datasets = import_datasets()
-    try:
-        splits = datasets.load_dataset(name, config or None)
-    except Exception as e:  # offline, unknown id, bad config: datasets raises many types
-        raise Seq2SeqError(f"cannot load dataset {corpus!r} ({first_line(e)})") from None
-    if split not in splits:
-        raise Seq2SeqError(f"dataset {corpus!r} has no split {split!r}; splits: {', '.join(splits)}")
-    return _translation_pairs(splits[split], corpus, src, tgt)
-
-
-def _translation_pairs(ds, where: str, src: str, tgt: str) -> list[Pair]:
-    if "translation" not in ds.column_names:
-        raise Seq2SeqError(f"{where} has no 'translation' column; columns: {', '.join(ds.column_names)}")
-    rows = ds["translation"]
-    if not rows:
-        raise Seq2SeqError(f"{where} is empty")
-    for lang in (src, tgt):
-        if isinstance(rows[0], dict) and lang not in rows[0]:
-            raise Seq2SeqError(f"{where} has no language {lang!r}; languages: {', '.join(rows[0])}")
-    pairs = []
-    for number, row in enumerate(rows, start=1):
-        texts = (row.get(src), row.get(tgt)) if isinstance(row, dict) else (None, None)
-        if not all(isinstance(t, str) for t in texts):
-            raise Seq2SeqError(f"{where}: row {number} has no {src!r} and {tgt!r} text (found {row!r})")
-        pairs.append(texts)
-    return pairs
-
-
-def import_datasets():
-    """Import `datasets` lazily (it costs a second) and keep its progress bars and logs off our
-    screen: it logs an error before raising it, and each of its errors becomes our one line."""
-    import datasets
-
-    datasets.disable_progress_bars()
-    datasets.logging.set_verbosity(datasets.logging.CRITICAL)
-    return datasets

@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from seq2seq.data.batch import pair_lengths
-from seq2seq.data.corpus import KEEP, MAX_RATIO, FilterReport, Pair, import_datasets, pair_verdict
+from seq2seq.data.corpus import KEEP, MAX_RATIO, FilterReport, Pair, pair_verdict
+from seq2seq.data.hf_datasets import import_datasets
 from seq2seq.errors import Seq2SeqError
 
 FOLDER = "tokenized"

@@ -43,7 +43,7 @@ def check_work(work: int, max_work: int) -> None:
 def admit(batcher: Batcher, weight: int, max_queue: int) -> None:
     """Refuse (503, with the seconds to wait) work of `weight` that the queue has no room for; a
     queue with nothing in it takes anything (the work limit bounds a request)."""
-    if batcher.shedding:
+    if batcher.closing:
         raise HTTPException(503, "the server is stopping; retry later", {"Retry-After": "5"})
     if batcher.pending_work + weight > max_queue and batcher.pending_work > 0:
         queued, wait = batcher.pending_work, max(1, math.ceil(batcher.seconds_for(batcher.pending_work)))

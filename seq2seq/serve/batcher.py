@@ -70,7 +70,8 @@ class Batcher:
         self.pending_work = 0  # their lines x beam
         self.work_per_second = 0.0  # lines x beam decoded a second lately (a moving average)
         self.lock = threading.Lock()
-        self.shedding = False  # stopping: nothing more is decoded but the batch under way
+        self.closing = False  # stopping: no new job is taken; the queued ones until the grace ends
+        self.shedding = False  # the grace has ended: nothing more is decoded but the batch under way
         self.thread = threading.Thread(target=self._work, name="seq2seq-model", daemon=True)
 
     def start(self) -> None:
@@ -80,6 +81,13 @@ class Batcher:
         """Answer everything already queued, then end the worker."""
         self.queue.put(None)
         self.thread.join()
+
+    def close(self, grace: float) -> None:
+        """Take no new job; decode the queued ones for `grace` seconds, then shed the rest."""
+        self.closing = True
+        timer = threading.Timer(grace, self.shed)
+        timer.daemon = True
+        timer.start()
 
     def shed(self) -> None:
         """Stop decoding anything new: every job not yet started is cancelled (its request is

@@ -1,7 +1,8 @@
 """Run the app under uvicorn on a socket bound here (so a busy port is a one-line error, and port 0
-picks a free one), stopping gracefully: Ctrl-C or SIGTERM stops taking connections, answers 503
-to every request the model has not started, lets the batch under way finish, stops the model's
-worker, and returns (the CLI then exits 0). A second Ctrl-C ends the process at once."""
+picks a free one), stopping gracefully: Ctrl-C or SIGTERM stops taking connections and work,
+answers what the model reaches within a grace period, 503 to every request it has not started by
+then, stops the model's worker, and returns (the CLI then exits 0). A second Ctrl-C ends the
+process at once."""
 
 import contextlib
 import os
@@ -15,7 +16,8 @@ import uvicorn
 
 from seq2seq.errors import Seq2SeqError
 
-GRACE_SECONDS = 30  # the batch under way gets this long to be answered; a second Ctrl-C stops at once
+GRACE_SECONDS = 30  # what is queued gets this long to be answered; a second Ctrl-C stops at once
+SHED_SECONDS = 20  # then whatever the model has not started is answered 503: within the grace
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -34,15 +36,17 @@ def listen(host: str, port: int) -> socket.socket:
 def serve(app, sock: socket.socket) -> None:
     """Serve until Ctrl-C or SIGTERM, then drain and return."""
     config = uvicorn.Config(app, log_level="info", access_log=False, timeout_graceful_shutdown=GRACE_SECONDS)
-    GracefulServer(config, on_stop=app.state.batcher.shed).run(sockets=[sock])
+    batcher = app.state.batcher
+    GracefulServer(config, on_stop=lambda: batcher.close(SHED_SECONDS)).run(sockets=[sock])
 
 
 class GracefulServer(uvicorn.Server):
     """uvicorn's server, except that after a graceful stop it returns instead of raising the signal
     again (which would end the process with status 130 or 143 after a clean shutdown). `on_stop`
-    runs at the first signal (the batcher sheds its queue); a second Ctrl-C ends the process at
-    once, status 130: waiting for the model's thread there is what the user refused, and leaving
-    it to the interpreter's exit would abort in the middle of a torch call."""
+    runs at the first signal (the batcher takes no more work, and sheds what is left after a
+    while); a second Ctrl-C ends the process at once, status 130: waiting for the model's thread
+    there is what the user refused, and leaving it to the interpreter's exit would abort in the
+    middle of a torch call."""
 
     def __init__(self, config, on_stop=None):
         super().__init__(config)
