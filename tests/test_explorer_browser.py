@@ -1,7 +1,9 @@
 """The attention explorer in a real browser (headless Debian chromium driven by Playwright): the
 served page and a `translate --attention-html` file opened from disk with the network cut off draw
 the three panels with a cell per (row piece, column piece), switch layers and heads, and light up
-the source pieces an output piece read most."""
+the source pieces an output piece read most; and text a user or a client sent (markup, event
+handlers, `javascript:` URLs, a closing `</script>`, right-to-left or zero-width text) shows as
+text and runs nothing."""
 
 import json
 import re
@@ -187,3 +189,62 @@ def test_a_long_sentence_scrolls_inside_its_panel(browser, runs, tmp_path, capsy
         assert size[0] > size[1] or size[2] > size[3]
         assert page.locator(f"#panel-{kind}").bounding_box()["width"] <= 1000
     page.close()
+
+
+# Hostile text: sentences, translations and pieces a user or a client sent are rendered as text,
+# in the served page and in the offline file alike.
+PAYLOADS = [
+    "a dog <script>window.pwned = 1</script>",
+    'a cat <img src=x onerror="window.pwned = 2">',
+    "javascript:window.pwned = 3",
+    "a man </script><script>window.pwned = 4</script>",
+    '"><svg onload="window.pwned = 5"> two men',
+    "\u202eevil\u202c a girl \u2067rtl\u2069",
+    "zero\u200bwidth a dog",
+]
+
+
+def watched(page) -> list[str]:
+    """What would show that something ran: dialogs, page errors, requests to other origins."""
+    seen = []
+    page.on("dialog", lambda d: (seen.append(f"dialog {d.message}"), d.dismiss()))
+    page.on("pageerror", lambda e: seen.append(f"error {e}"))
+    return seen
+
+
+def assert_nothing_ran(page, seen: list[str]) -> None:
+    assert page.evaluate("() => window.pwned") is None
+    assert page.locator("#explorer script, #explorer img, #explorer svg, #explorer iframe").count() == 0
+    assert seen == []
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_the_served_page_shows_hostile_text_as_text(browser, served, payload):
+    page = browser.new_page()
+    seen = watched(page)
+    page.goto(served)
+    page.fill("#source-input", payload)
+    page.fill("#forced-input", payload)  # a given translation: the output strip shows its pieces
+    page.click("#translate-button")
+    page.wait_for_selector("#explorer[data-state=ready]")
+    assert page.locator("#translation").inner_text() == payload.strip()
+    assert_nothing_ran(page, seen)
+    page.close()
+
+
+def test_the_offline_file_shows_hostile_text_as_text(browser, runs, tmp_path, capsys, monkeypatch):
+    html = tmp_path / "hostile.html"
+    args = ["translate", "--run", runs["rnn"], "--greedy", "--attention-html", html, *PAYLOADS]
+    assert run_cli(args, capsys, monkeypatch).code == 0
+    assert not re.search(r"<script>window|onerror=\"window|<svg", html.read_text(encoding="utf-8"))
+    context = browser.new_context(offline=True)
+    page = context.new_page()
+    seen = watched(page)
+    page.goto(html.as_uri())
+    page.wait_for_selector("#explorer[data-state=ready]")
+    options = page.eval_on_selector_all("#sentence-select option", "os => os.map(o => o.textContent)")
+    for number, payload in enumerate(PAYLOADS):
+        assert payload in options[number]
+        page.select_option("#sentence-select", str(number))
+        assert_nothing_ran(page, seen)
+    context.close()
