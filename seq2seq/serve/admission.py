@@ -15,20 +15,18 @@ import math
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
+from seq2seq.data.batch import pad
 from seq2seq.decoding.options import DecodeOptions
+from seq2seq.decoding.search import max_lengths, output_limit, source_ids
 from seq2seq.serve.batcher import Batcher, Job
 from seq2seq.serve.guard import refuse
 
 
-def request_work(tokenizer, longest: int, lines: list[str], options: DecodeOptions) -> int:
-    """Lines x beam x output pieces at most, for `lines` decoded with `options`; `longest`: the
-    model's longest output."""
-    pieces = [len(ids) for ids in tokenizer.encode(lines)]
-    if options.max_len is not None:
-        outputs = [min(options.max_len, longest)] * len(lines)
-    else:
-        outputs = [min(int(options.max_len_a * n + options.max_len_b), longest) for n in pieces]
-    return options.beam * sum(max(out, min(options.min_len, longest)) for out in outputs)
+def request_work(model, tokenizer, lines: list[str], options: DecodeOptions) -> int:
+    """Lines x beam x output pieces at most, for `lines` decoded with `options`: the output limits
+    the search itself sets (`max_lengths`)."""
+    ids, _ = source_ids(model, tokenizer, lines)
+    return options.beam * int(max_lengths(pad(ids), options, output_limit(model)).sum())
 
 
 def check_work(work: int, max_work: int) -> None:
@@ -85,12 +83,8 @@ class Busy:
         self.app, self.batcher, self.max_queue = app, batcher, max_queue
 
     async def __call__(self, scope, receive, send):
-        if (
-            scope["type"] == "http"
-            and scope["path"] in self.PATHS
-            and self.batcher.pending_work >= self.max_queue
-        ):
-            try:
+        if scope["type"] == "http" and scope["path"] in self.PATHS:
+            try:  # no room even for the least a request can weigh
                 admit(self.batcher, 1, self.max_queue)
             except HTTPException as e:
                 return await refuse(send, e.status_code, e.detail, e.headers)

@@ -109,7 +109,6 @@ def create_app(
         "max_queue": max_queue,  # lines x beam, queued and decoding
         "request_timeout_s": request_timeout,
     }
-    longest = model.cfg.max_positions - 1
     if beam > limits["max_beam"]:  # else every request that names no beam would be refused
         raise Seq2SeqError(f"--beam {beam} is above this server's limit of {limits['max_beam']}")
     info = run_info | {
@@ -165,7 +164,7 @@ def create_app(
         lines = checked_lines(request.text, max_lines, max_chars)
         job = Job("translate", lines, options(request, request.nbest))
         admit(batcher, job.weight, max_queue)  # before the work is weighed: a refusal costs little
-        check_work(request_work(tokenizer, longest, lines, job.options), max_work)
+        check_work(request_work(model, tokenizer, lines, job.options), max_work)
         result: Translations = await answer(http, batcher, job, request_timeout)
         return {
             "translations": result.best,
@@ -190,7 +189,7 @@ def create_app(
         )
         job = Job("attention", lines, options(request), forced)
         admit(batcher, job.weight, max_queue)
-        check_work(request_work(tokenizer, longest, lines, job.options), max_work)
+        check_work(request_work(model, tokenizer, lines, job.options), max_work)
         maps = (await answer(http, batcher, job, request_timeout))[0]
         body = await asyncio.to_thread(lambda: json.dumps(maps_json(maps), ensure_ascii=False).encode())
         return Response(body, media_type="application/json")
