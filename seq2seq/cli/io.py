@@ -109,7 +109,7 @@ def _decode(raw: bytes, name: str, number: int) -> str:
 def count_lines(path: Path) -> int | None:
     """How many lines `line_groups` will give for a regular file (for a progress bar); None for
     anything else, which reading it twice could consume (`--input <(zcat f.gz)`)."""
-    if not _is_regular(path):
+    if not is_regular(path):
         return None
     try:
         count, last = 0, b"\n"
@@ -133,7 +133,8 @@ def arguments(texts: list[str]) -> list[str]:
     return out
 
 
-def _is_regular(path: Path) -> bool:
+def is_regular(path: Path) -> bool:
+    """Whether `path` names a regular file (through a link); False for anything else or nothing."""
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:

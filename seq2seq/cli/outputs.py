@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
-from seq2seq.cli.io import ReaderLeft
+from seq2seq.cli.io import ReaderLeft, is_regular
 from seq2seq.errors import Seq2SeqError
 
 
@@ -21,7 +21,7 @@ class Outputs:
     is spelled (another path, a link). Devices (a terminal, /dev/null) may be shared."""
 
     def __init__(self, *inputs: Path | None, run: Path | None = None, stdin: bool = False):
-        self.inputs = [p for p in inputs if p is not None and _is_regular(p)]
+        self.inputs = [p for p in inputs if p is not None and is_regular(p)]
         self.run = Path(os.path.realpath(run)) if run is not None and os.path.isdir(run) else None
         self.stdin = _stdin_file() if stdin else None
         self.claimed: dict[tuple, str] = {}  # what each claimed file is -> the option that claimed it
@@ -47,7 +47,7 @@ class Outputs:
         return path
 
     def _not_an_input(self, flag: str, path: Path) -> None:
-        if not _is_regular(path):
+        if not is_regular(path):
             return
         same = [str(p) for p in self.inputs if os.path.samefile(path, p)]
         if not same and self.stdin is not None and os.path.samestat(self.stdin, os.stat(path)):
@@ -74,13 +74,6 @@ def _stdin_file() -> os.stat_result | None:
     except (AttributeError, OSError, ValueError):
         return None
     return info if stat.S_ISREG(info.st_mode) else None
-
-
-def _is_regular(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
 
 
 def write_file(data: bytes, path: Path) -> None:

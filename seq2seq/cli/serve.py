@@ -58,8 +58,8 @@ def serve(
     from seq2seq.serve.info import require
 
     require()
-    key = api_key_of(api_key, api_key_file)
-    if not is_loopback(host):
+    key, loopback = api_key_of(api_key, api_key_file), is_loopback(host)
+    if not loopback:
         display.warn(
             f"listening on {host}: anyone who can reach it may use this server"
             + ("; each request needs the API key" if key else ", which has no authentication (see --api-key)")
@@ -87,7 +87,7 @@ def serve(
         max_batch=max_batch,
         max_wait_ms=max_wait_ms,
         api_key=key,
-        loopback_only=is_loopback(host),
+        loopback_only=loopback,
         max_queue=max_queue,
         request_timeout=request_timeout,
     )
