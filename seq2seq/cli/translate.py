@@ -68,14 +68,15 @@ def translate(
     from seq2seq.decoding.search import DecodeOptions, length_notices
     from seq2seq.training.checkpoint import load_run
 
-    outputs = Outputs(input, run=run_dir(run), stdin=input is None and not text)
+    run = run_dir(run)
+    outputs = Outputs(input, run=run, stdin=input is None and not text)
     for flag, path in (
         ("--output", output),
         ("--attention-png", attention_png),
         ("--attention-html", attention_html),
     ):
         outputs.claim(flag, path)
-    views = Views(show_attention, attention_png, layer, head, attention_html, run_dir(run), outputs)
+    views = Views(show_attention, attention_png, layer, head, attention_html, run, outputs)
     for name, value in (("--layer", layer), ("--head", head)):
         if value is not None and not (show_attention or attention_png):
             raise typer.BadParameter("goes with --show-attention or --attention-png", param_hint=name)
@@ -100,7 +101,7 @@ def translate(
     progress = output is not None and not live
     total = len(texts) if texts else count_lines(input) if input and progress else None
     with LineWriter(output) as writer:
-        model, tokenizer = load_run(run_dir(run), device, quantize=quantize, packed=True)
+        model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
         for notice in length_notices(model, options):
             display.warn(notice)
         if live:

@@ -66,7 +66,7 @@ def stored_train_config(run_dir: Path) -> TrainConfig:
             f"{where}: the 'train' section has fields this version does not know: {_names(unknown)}"
         )
     used = [
-        f"{name} {values[name]!r}" for name in REMOVED if values.get(name, REMOVED[name]) != REMOVED[name]
+        f"{name} {values[name]!r:.40}" for name in REMOVED if values.get(name, REMOVED[name]) != REMOVED[name]
     ]
     missing = sorted(names - set(values) - set(LIMITS))
     if used or missing:
