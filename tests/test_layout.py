@@ -21,7 +21,20 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
     "decoding": {"decoding", "models", "data", "device", "errors", "fields"},
     "evaluate": {"decoding", "models", "errors"},
     "views": {"views", "decoding.attention", "atomic", "errors"},
-    "training": {"training", "models", "data", "decoding", "evaluate", "views.plots", *SHARED},
+    # word alignment reads the model's attention and attribution, the views draw its links
+    "align": {"align", "decoding", "models", "data", "views", *SHARED},
+    # guided alignment reads Pharaoh links and counts words as alignment does
+    "training": {
+        "training",
+        "models",
+        "data",
+        "decoding",
+        "evaluate",
+        "views.plots",
+        "align.pharaoh",
+        "align.words",
+        *SHARED,
+    },
     "export": {"export", "training", "models", "data", "decoding", "evaluate", *SHARED},
     "serve": {
         "serve",

@@ -20,6 +20,7 @@ class Batch:
     tgt_in: Tensor  # (B, T) BOS + target ids: what the decoder reads
     tgt_out: Tensor  # (B, T) target ids + EOS: what it must predict (PAD is ignored)
     n_tokens: int  # real target tokens, the unit of throughput and of the loss average
+    alignment: Tensor | None = None  # (B, T, S) guided alignment targets (training/guided.py)
 
     def to(self, device: torch.device) -> "Batch":
         """On CUDA through pinned memory, so the copies overlap the work already queued."""
@@ -28,7 +29,10 @@ class Batch:
         src, tgt_in, tgt_out = (
             t.pin_memory().to(device, non_blocking=True) for t in (self.src, self.tgt_in, self.tgt_out)
         )
-        return Batch(src, tgt_in, tgt_out, self.n_tokens)
+        alignment = self.alignment
+        if alignment is not None:
+            alignment = alignment.pin_memory().to(device, non_blocking=True)
+        return Batch(src, tgt_in, tgt_out, self.n_tokens, alignment)
 
 
 def collate(src_ids: list[list[int]], tgt_ids: list[list[int]], max_len: int) -> Batch:

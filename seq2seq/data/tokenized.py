@@ -7,7 +7,8 @@ are read. The stored set is keyed by the corpus files (path, size, mtime), the t
 and the length filter, so a second start on the same data opens it at once, and any change to
 them tokenizes again.
 
-    <run>/tokenized/train-<key>/    the kept pairs: src, src_ids, tgt_ids, length (save_to_disk layout)
+    <run>/tokenized/train-<key>/    the kept pairs: src, src_ids, tgt_ids, length, line (the pair's
+                                    line in the corpus, from 0; save_to_disk layout)
                         report.json the filter's counts (seq2seq.data.FilterReport)
 """
 
@@ -28,7 +29,7 @@ from seq2seq.data.hf_datasets import import_datasets
 from seq2seq.errors import Seq2SeqError
 
 FOLDER = "tokenized"
-FORMAT = 2  # bump when the stored columns or their meaning change
+FORMAT = 3  # bump when the stored columns or their meaning change
 REPORT = "report.json"
 PARALLEL_FROM = 200_000  # pairs; below this a worker pool costs more than it saves
 
@@ -147,7 +148,8 @@ def _build(pairs: list[Pair], tokenizer_path: Path, max_len: int, max_ratio: flo
             report.count(int(verdict), int(n))
         if not report.kept:
             raise Seq2SeqError(f"every one of the {n_pairs} training pairs was filtered out")
-        kept = encoded.select(np.flatnonzero(verdicts == KEEP)).remove_columns("verdict")
+        lines = np.flatnonzero(verdicts == KEEP)  # each kept pair's line in the corpus, from 0
+        kept = encoded.select(lines).remove_columns("verdict").add_column("line", lines.astype(np.int64))
         staged = Path(tmp) / "kept"
         kept.save_to_disk(str(staged))
         (staged / REPORT).write_text(json.dumps(asdict(report)), encoding="utf-8")

@@ -106,12 +106,15 @@ class Seq2SeqModel(nn.Module, ABC):
         out = self.decode_states(tgt_in, memory, src_mask, record)  # (B, T, D)
         return self.logits(out if keep is None else out[keep])  # (B, T, D) or (N, D) -> (..., V)
 
-    def forward(self, src: Tensor, tgt_in: Tensor, keep: Tensor | None = None) -> Tensor:
+    def forward(
+        self, src: Tensor, tgt_in: Tensor, keep: Tensor | None = None, record: AttentionRecord | None = None
+    ) -> Tensor:
         """Teacher forcing: (B, S) source and (B, T) shifted target -> (B, T, V) logits, or (N, V)
         for the `keep` positions alone: training keeps its real target tokens, so that the output
-        projection, the step's largest matrix product, and the loss skip the padding."""
+        projection, the step's largest matrix product, and the loss skip the padding. `record`
+        receives the decoder's weights, differentiable (guided alignment trains on them)."""
         memory, src_mask = self.encode(src)
-        return self.decode_all(tgt_in, memory, src_mask, keep=keep)
+        return self.decode_all(tgt_in, memory, src_mask, record, keep)
 
     def attention(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
         """Teacher forcing that returns the weights by kind ("encoder", "decoder", "cross"; an

@@ -94,15 +94,15 @@ class Attention(nn.Module):
         record: list[Tensor] | None = None,
     ) -> Tensor:
         """(B, H, T, Dh) queries over (B, H, S, Dh) keys/values -> (B, T, D); mask True = seen.
-        `record`, when given, receives the weights (B, H, T, S) this call used (inference only)."""
+        `record`, when given, receives the weights (B, H, T, S) this call used, before dropout."""
         if record is not None or (q.size(2) == 1 and not self.training):
             # A decoding step has one query per row; on CPU two small matmuls beat SDPA's kernel
             # setup, and the result is the same attention. SDPA cannot return its weights, so a
-            # caller who asks for them gets this path too.
+            # caller who asks for them gets this path too (in training, with its dropout).
             w = self.weights(q, k, mask, causal)
             if record is not None:
                 record.append(w)
-            y = w @ v
+            y = self.drop(w) @ v
         elif self.training and self.drop.p > 0 and q.device.type == "cpu":
             # what SDPA computes with dropout on a CPU (its math path), but with the cheap mask
             y = self.drop(self.weights(q, k, mask, causal)) @ v

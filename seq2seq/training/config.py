@@ -78,6 +78,28 @@ class TrainConfig:
     save_every_minutes: float = option(
         5.0, "Save the training state this often, besides each validation.", 0.0, None
     )
+    # guided alignment (Garg et al. 2019; Marian's --guided-alignment): a cross-entropy term pulls
+    # one cross-attention head towards given word links (training/guided.py)
+    guided_alignment: str | None = option(
+        None,
+        "Pharaoh links of the training pairs (one line per pair of the corpus, in its order; i-j, "
+        "0-based, source word first; words are whitespace tokens), e.g. eflomal's: pull the first "
+        "cross-attention head of --guided-layer towards them.",
+    )
+    guided_weight: float = option(
+        0.05,
+        "The guided alignment loss's weight: its cross-entropy per aligned target piece against the "
+        "translation's per token.",
+        0.0,
+        100.0,
+    )
+    guided_layer: int | None = option(
+        None,
+        "The decoder layer (1-based) whose first cross-attention head --guided-alignment supervises "
+        "[default: the penultimate, or the only one].",
+        1,
+        None,
+    )
     seed: int = option(1, "Random seed.", 0, (1 << 31) - 1)
     device: str = option("auto", "auto, cpu or cuda.")
     bf16: bool = option(
@@ -109,6 +131,8 @@ LIMITS = (
 # written before one of today's fields existed, and those that used a lever since removed
 # (docs/experiments.md). A removed field at the value listed trained as this version does.
 OLDER_RECIPES = "5e0c38e"
+# Fields added since: a run written before one existed trained as this value does.
+ADDED = {"guided_alignment": None, "guided_weight": 0.05, "guided_layer": None}
 REMOVED = {
     "target_subword_alpha": 0.0,
     "source_word_dropout": 0.0,

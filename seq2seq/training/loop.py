@@ -18,6 +18,7 @@ from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, rank_batch
 from seq2seq.training.epoch import epoch_pairs
+from seq2seq.training.guided import guide_of
 from seq2seq.training.reporter import Reporter
 from seq2seq.training.resume import TrainingState
 from seq2seq.training.schedule import budget_progress, dropout_at, lr_schedule
@@ -48,6 +49,7 @@ class Loop:
         self.progress = 0.0  # the share of the budget used (schedule.budget_progress), saved in the state
         self.resumed_at = 0.0  # the share used when this invocation began
         self.autocast = autocast(self.device, config.bf16)
+        self.guide = guide_of(config, train_set, tokenizer)
         self.train_step = TrainStep(
             data_parallel(model, world),
             optimizer,
@@ -55,6 +57,7 @@ class Loop:
             self.autocast,
             config.clip_norm,
             config.label_smoothing,
+            self.guide,
         )
 
     def run(self, state: TrainingState, reporter: Reporter, should_stop, start_time: float) -> dict:
@@ -167,7 +170,11 @@ class Loop:
 
     def _batch(self, indices, rows) -> Batch:
         src, tgt = rows(indices)
-        return collate(src, tgt, self.max_len).to(self.device)
+        batch = collate(src, tgt, self.max_len)
+        if self.guide is not None:
+            (lines,) = self.train_set.columns(indices, "line")
+            batch.alignment = self.guide.targets(src, tgt, lines, self.max_len)
+        return batch.to(self.device)
 
     def _epoch_sources(self, epoch: int):
         """The epoch's pairs (training/epoch.py), drawn where the cores allow, kept by rank 0."""

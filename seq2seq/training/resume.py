@@ -11,7 +11,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import check, from_json
 from seq2seq.models.registry import ARCHITECTURE_OPTIONS, ARCHITECTURES, ModelConfig
 from seq2seq.training import checkpoint as ckpt
-from seq2seq.training.config import LIMITS, OLDER_RECIPES, REMOVED, TrainConfig
+from seq2seq.training.config import ADDED, LIMITS, OLDER_RECIPES, REMOVED, TrainConfig
 
 # `seq2seq train` options that describe the model: a resumed run keeps the one it has. The preset
 # comes last, so that a refusal names the shape option that differs rather than the preset under it.
@@ -59,6 +59,7 @@ def stored_train_config(run_dir: Path) -> TrainConfig:
     fields existed, or with a lever since removed, is refused in one line naming the commit that
     trains it (its recipe is not emulated)."""
     values, where = _train_section(run_dir)
+    values = {**ADDED, **values}
     names = {f.name for f in fields(TrainConfig)}
     unknown = sorted(set(values) - names - set(REMOVED))
     if unknown:

@@ -15,16 +15,28 @@ from torch import nn
 
 from seq2seq.data.batch import Batch
 from seq2seq.data.special import PAD_ID
+from seq2seq.models.protocol import AttentionRecord
 from seq2seq.training.distributed import World
+from seq2seq.training.guided import Guide
 from seq2seq.training.loss import smoothed_cross_entropy
 
 
 def summed_loss(model: nn.Module, batch: Batch, label_smoothing: float) -> torch.Tensor:
     """Cross-entropy summed over real target tokens: the model projects those alone to the
     vocabulary, not the padding (3.5% of an epoch's target cells on Multi30k en->fr)."""
+    return guided_loss(model, batch, label_smoothing, None)[0]
+
+
+def guided_loss(model: nn.Module, batch: Batch, label_smoothing: float, guide: Guide | None):
+    """(the summed cross-entropy, the loss to train on): with a guide and a batch that carries
+    alignment targets, the second adds the guided alignment term."""
     real = batch.tgt_out != PAD_ID  # (B, T)
-    logits = model(batch.src, batch.tgt_in, real)  # (N, V)
-    return smoothed_cross_entropy(logits, batch.tgt_out[real], label_smoothing)
+    record = AttentionRecord() if guide is not None and batch.alignment is not None else None
+    logits = model(batch.src, batch.tgt_in, real, record)  # (N, V)
+    translation = smoothed_cross_entropy(logits, batch.tgt_out[real], label_smoothing)
+    if record is None:
+        return translation, translation
+    return translation, translation + guide.loss(record.cross, batch.alignment)
 
 
 def data_parallel(model: nn.Module, world: World) -> nn.Module:
@@ -52,23 +64,25 @@ class TrainStep:
         autocast,
         clip_norm: float,
         smoothing: float,
+        guide: Guide | None = None,
     ):
         self.model, self.optimizer, self.world, self.autocast = model, optimizer, world, autocast
-        self.clip_norm, self.smoothing = clip_norm, smoothing
+        self.clip_norm, self.smoothing, self.guide = clip_norm, smoothing, guide
 
     def __call__(self, batch: Batch, lr: float, weight: float = 1.0) -> tuple[float, int]:
         """Train on `batch` (weight 0: this process has none this step, see rank_batch); returns
-        the step's mean loss per token and its token count, over all processes."""
+        the step's mean translation loss per token (a guided alignment term trains, but is not in
+        it) and its token count, over all processes."""
         self.model.train()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         with self.autocast:
-            loss_sum = summed_loss(self.model, batch, self.smoothing)
+            translation, loss_sum = guided_loss(self.model, batch, self.smoothing, self.guide)
         if self.world.size == 1:
             loss = loss_sum / batch.n_tokens
-            value, n_tokens = loss.item(), batch.n_tokens
+            value, n_tokens = translation.item() / batch.n_tokens, batch.n_tokens
         else:
-            total, n_tokens = self.world.sum([loss_sum.item() * weight, batch.n_tokens * weight])
+            total, n_tokens = self.world.sum([translation.item() * weight, batch.n_tokens * weight])
             loss = loss_sum * (weight * self.world.size) / n_tokens
             value = total / n_tokens
         if not math.isfinite(value):  # the same on every process: they share `total`

@@ -1,0 +1,106 @@
+"""`seq2seq.align`: word alignments of sentence pairs, from the model's cross-attention or from
+attribution, for given translations (forced through the decoder) or for the model's own.
+
+>>> result = seq2seq.align(model, tokenizer, ["A dog runs ."], ["Un chien court ."])
+>>> result[0].pharaoh()  # "0-0 1-1 2-2 3-3": source word first, 0-based
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from seq2seq.align.extract import extract, word_scores
+from seq2seq.align.methods import Method, piece_scores
+from seq2seq.align.pharaoh import Link, Links
+from seq2seq.align.words import piece_words
+from seq2seq.data.tokenizer import is_blank
+from seq2seq.decoding.attention import AttentionMaps, attention_of
+from seq2seq.decoding.options import DecodeOptions
+from seq2seq.decoding.search import source_ids, translate
+from seq2seq.errors import Seq2SeqError
+from seq2seq.models.protocol import Seq2SeqModel
+
+
+@dataclass
+class Alignment:
+    """One pair's words, its links (source word, target word) and the word scores they came from."""
+
+    source_words: list[str]
+    target_words: list[str]
+    links: set[Link]
+    scores: np.ndarray  # (target words, source words)
+    method: str  # what the scores are, in words
+    maps: AttentionMaps | None = None  # the pair's attention (None for a blank line)
+    gold: Links | None = field(default=None, repr=False)  # set by whoever scores against gold
+
+    def pharaoh(self) -> str:
+        return Links.of(self.links).pharaoh()
+
+    def _repr_html_(self) -> str:
+        from seq2seq.views.explorer import alignment_page  # the explorer, inline in a notebook
+
+        return alignment_page([self])
+
+
+def align(
+    model: Seq2SeqModel,
+    tokenizer,
+    sources: list[str],
+    targets: list[str] | None = None,
+    method: Method = Method(),
+    rule: str = "argmax",
+    threshold: float = 0.5,
+    options: DecodeOptions | None = None,
+) -> list[Alignment]:
+    """One `Alignment` per source line, in order. Words are the whitespace tokens of the lines;
+    without `targets` the model's translations (searched with `options`) are aligned."""
+    options = options or DecodeOptions()
+    forced = targets is not None
+    if forced and len(targets) != len(sources):
+        raise Seq2SeqError(f"{len(sources)} source lines but {len(targets)} target lines; they must pair up")
+    for n, source in enumerate(sources, start=1):
+        if forced and (is_blank(source) != is_blank(targets[n - 1])):
+            side = "source" if is_blank(source) else "target"
+            raise Seq2SeqError(f"line {n}: the {side} is blank and the other side is not")
+    todo = [i for i, source in enumerate(sources) if not is_blank(source)]
+    texts = [sources[i] for i in todo]
+    if forced:
+        outputs = [targets[i] for i in todo]
+        out_ids = tokenizer.encode(outputs)
+        _check_lengths(model, out_ids, todo)
+    else:
+        result = translate(model, tokenizer, texts, options)
+        outputs, out_ids = result.best, result.tokens
+    src_ids, _ = source_ids(model, tokenizer, texts)
+    cut = [len(ids) > model.cfg.max_positions - 1 for ids in tokenizer.encode(texts)]
+    maps = attention_of(model, tokenizer, texts, outputs, out_ids, options.batch_size)
+    found = {
+        i: _one(method, rule, threshold, model, m, s, t, i + 1, c)
+        for i, m, s, t, c in zip(todo, maps, src_ids, out_ids, cut, strict=True)
+    }
+    empty = np.zeros((0, 0))
+    return [found.get(i) or Alignment([], [], set(), empty, method.describe()) for i in range(len(sources))]
+
+
+def _check_lengths(model: Seq2SeqModel, out_ids: list[list[int]], lines: list[int]) -> None:
+    limit = model.cfg.max_positions - 1
+    for i, ids in zip(lines, out_ids, strict=True):
+        if len(ids) > limit:
+            raise Seq2SeqError(f"target line {i + 1} has {len(ids)} pieces; the model's limit is {limit}")
+
+
+def _one(method, rule, threshold, model, maps: AttentionMaps, src, tgt, number: int, cut: bool) -> Alignment:
+    """`cut`: the source was cut to the model's limit, so its last words have no pieces."""
+    source_words, target_words = maps.source_text.split(), maps.translation.split()
+    sw, tw = piece_words(maps.source[:-1]), piece_words(maps.target[:-1])  # EOS excluded
+    for side, words, pieces in (("source", source_words, sw), ("target", target_words, tw)):
+        counted = int(pieces.max(initial=-1)) + 1
+        if counted > len(words) or (counted < len(words) and not (side == "source" and cut)):
+            raise Seq2SeqError(
+                f"line {number}: the tokenizer reads {counted} {side} words "
+                f"where whitespace gives {len(words)}"
+            )
+    scores = word_scores(piece_scores(method, maps, model, src, tgt), sw, tw)
+    return Alignment(
+        source_words, target_words, extract(scores, rule, threshold), scores, method.describe(maps), maps
+    )

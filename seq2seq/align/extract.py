@@ -1,0 +1,46 @@
+"""From a piece-level score matrix to word links.
+
+Merge rule: the score of (target word, source word) is the mean over the target word's pieces of
+the sum over the source word's pieces: a target word asks, on average over its pieces, how much
+each source word holds, and a source word holds what all its pieces hold. EOS (the last row and
+column) is dropped: attention there is attention to no word.
+
+Extraction rules: `argmax`, each target word linked to its highest-scoring source word (what
+attention-as-alignment means, one link per target word); `threshold`, each target word linked to
+every source word holding at least `threshold` of the word's positive score (normalised to sum
+to 1), so a word may have several links or none.
+
+Shapes: T target pieces, S source pieces (EOS excluded), n / m target / source words.
+"""
+
+import numpy as np
+
+from seq2seq.align.pharaoh import Link
+from seq2seq.errors import Seq2SeqError
+
+RULES = ("argmax", "threshold")
+
+
+def word_scores(pieces: np.ndarray, source_words: np.ndarray, target_words: np.ndarray) -> np.ndarray:
+    """(T, S) piece scores, (S,) and (T,) each piece's word -> (n, m) word scores."""
+    n, m = int(target_words.max(initial=-1)) + 1, int(source_words.max(initial=-1)) + 1
+    by_source = np.zeros((pieces.shape[0], m))
+    np.add.at(by_source.T, source_words, pieces.T)  # (T, m): summed over each word's pieces
+    out = np.zeros((n, m))
+    np.add.at(out, target_words, by_source)
+    counts = np.bincount(target_words, minlength=n)[:, None]
+    return out / np.maximum(counts, 1)
+
+
+def extract(scores: np.ndarray, rule: str = "argmax", threshold: float = 0.5) -> set[Link]:
+    """(n target words, m source words) -> links (source word, target word)."""
+    if rule not in RULES:
+        raise Seq2SeqError(f"--extract must be one of {', '.join(RULES)}, not {rule!r}")
+    if scores.size == 0:
+        return set()
+    if rule == "argmax":
+        return {(int(i), j) for j, i in enumerate(scores.argmax(1))}
+    positive = np.clip(scores, 0.0, None)
+    mass = positive.sum(1, keepdims=True)
+    share = np.divide(positive, mass, out=np.zeros_like(positive), where=mass > 0)
+    return {(int(i), int(j)) for j, i in zip(*np.nonzero(share >= threshold), strict=True)}

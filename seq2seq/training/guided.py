@@ -1,0 +1,101 @@
+"""Guided alignment (Garg et al. 2019, "Jointly Learning to Align and Translate with Transformer
+Models"; Marian's --guided-alignment): a cross-entropy term that pulls one cross-attention head
+of one decoder layer towards given word links of the training pairs, so that the attention the
+views draw becomes an aligner.
+
+Links are between words, whitespace tokens of the corpus lines (`align/words.py`: a piece that
+starts with "▁" starts a word), and the model attends between pieces, so each target piece of a
+linked target word is pulled towards the pieces of the source words it links to, spread evenly:
+q(s | t) = 1 / (their count). A target piece with no link, and EOS, are not supervised. The term
+is -sum q log a over the supervised pieces, added to the summed translation loss with
+`guided_weight`, so both are per-piece sums under one normaliser.
+
+Shapes: B pairs, T target positions (pieces + EOS), S source positions (pieces + EOS), H heads.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from seq2seq.align.pharaoh import Links, check_ranges, read_links
+from seq2seq.align.words import WORD_START, word_index
+from seq2seq.data.tokenized import TokenizedPairs
+from seq2seq.errors import Seq2SeqError
+
+CHUNK = 100_000  # rows read at once when checking the links against the stored pairs
+
+
+class Guide:
+    """The links of a corpus (one `Links` per corpus line), and the batch targets and loss built
+    from them; `starts` (V,) tells which piece ids start a word."""
+
+    def __init__(self, links: list[Links], starts: np.ndarray, layer: int | None, weight: float):
+        self.links, self.starts, self.layer, self.weight = links, starts, layer, weight
+
+    def check(self, train_set: TokenizedPairs, path: Path) -> None:
+        """One line of links per corpus pair, each within its pair's words (counted from the
+        stored pieces): a one-line error naming the file and line otherwise."""
+        corpus_lines = train_set.report.kept + train_set.report.dropped
+        if len(self.links) != corpus_lines:
+            raise Seq2SeqError(
+                f"{path} has {len(self.links)} lines, but the training corpus has {corpus_lines} pairs; "
+                "--guided-alignment needs one line of links per pair, in the corpus's order"
+            )
+        for start in range(0, len(train_set), CHUNK):
+            rows = range(start, min(start + CHUNK, len(train_set)))
+            src, tgt, lines = train_set.columns(rows, "src_ids", "tgt_ids", "line")
+            check_ranges(
+                [self.links[n] for n in lines],
+                [self._words(ids) for ids in src],
+                [self._words(ids) for ids in tgt],
+                path,
+                numbers=[n + 1 for n in lines],
+            )
+
+    def _words(self, ids: list[int]) -> int:
+        return int(word_index(self.starts[ids])[-1]) + 1 if ids else 0
+
+    def targets(
+        self, src_ids: list[list[int]], tgt_ids: list[list[int]], lines: list[int], max_len: int
+    ) -> Tensor:
+        """(B, T, S) q(s | t) for a batch `collate` pads the same way (pieces cut to `max_len` - 1,
+        then EOS); rows of unsupervised positions are zero."""
+        src_ids = [s[: max_len - 1] for s in src_ids]
+        tgt_ids = [t[: max_len - 1] for t in tgt_ids]
+        S, T = max(map(len, src_ids)) + 1, max(map(len, tgt_ids)) + 1
+        out = np.zeros((len(lines), T, S), dtype=np.float32)
+        for b, (s, t, line) in enumerate(zip(src_ids, tgt_ids, lines, strict=True)):
+            links = self.links[line].possible
+            if not links or not s or not t:
+                continue
+            sw, tw = word_index(self.starts[s]), word_index(self.starts[t])
+            words = np.zeros((sw[-1] + 1, tw[-1] + 1), dtype=np.float32)  # (source words, target words)
+            i, j = np.array(sorted(links)).T
+            keep = (i <= sw[-1]) & (j <= tw[-1])  # words cut off with their pieces
+            words[i[keep], j[keep]] = 1.0
+            out[b, : len(t), : len(s)] = words.T[tw][:, sw]  # (target pieces, source pieces)
+        mass = out.sum(-1, keepdims=True)
+        return torch.from_numpy(np.divide(out, mass, out=np.zeros_like(out), where=mass > 0))
+
+    def loss(self, cross: list[Tensor], targets: Tensor) -> Tensor:
+        """The summed term, weighted: `cross` is the record's cross-attention, a (B, H, T, S) per
+        layer; the first head of the chosen layer is supervised."""
+        layer = self.layer or max(len(cross) - 1, 1)
+        if layer > len(cross):
+            raise Seq2SeqError(f"--guided-layer {layer}: the model has {len(cross)} decoder layers")
+        attention = cross[layer - 1][:, 0].float()  # (B, T, S)
+        return -self.weight * (targets * attention.clamp_min(1e-6).log()).sum()
+
+
+def guide_of(config, train_set: TokenizedPairs, tokenizer) -> Guide | None:
+    """The run's guide, checked against its training pairs, if it trains with --guided-alignment."""
+    if config.guided_alignment is None:
+        return None
+    path = Path(config.guided_alignment)
+    pieces = tokenizer.id_pieces(list(range(tokenizer.vocab_size)))
+    starts = np.array([p.startswith(WORD_START) for p in pieces], dtype=bool)
+    guide = Guide(read_links(path), starts, config.guided_layer, config.guided_weight)
+    guide.check(train_set, path)
+    return guide

@@ -1,0 +1,136 @@
+"""Word alignment: Pharaoh files, AER by hand, the merge of pieces into words, the extraction rules,
+symmetrization, the gold set's tokenization, Shift-Att, and integrated gradients' completeness."""
+
+import numpy as np
+import pytest
+
+from seq2seq.align.attribution import attribution, log_probabilities
+from seq2seq.align.extract import extract, word_scores
+from seq2seq.align.methods import Method, piece_scores
+from seq2seq.align.pharaoh import Links, check_ranges, parse_line, read_links
+from seq2seq.align.score import score
+from seq2seq.align.symmetry import grow_diag_final_and
+from seq2seq.align.words import piece_words, split_with_origin, split_words
+from seq2seq.data.special import EOS_ID
+from seq2seq.decoding.attention import attention
+from seq2seq.errors import Seq2SeqError
+from tests.conftest import caption_tokenizer, tiny_model
+from tests.serve_helpers import tiny_rnn
+
+
+def test_pharaoh_round_trips_sure_and_possible_links(tmp_path):
+    line = "0-0 2?1 1-2 3?3"
+    links = parse_line(line, "here")
+    assert links.sure == {(0, 0), (1, 2)} and links.possible == {(0, 0), (2, 1), (1, 2), (3, 3)}
+    assert parse_line(links.pharaoh(), "again") == links
+    path = tmp_path / "gold.txt"
+    path.write_text(f"{line}\n\n1-1\n")
+    assert [len(x.possible) for x in read_links(path)] == [4, 0, 1]
+
+
+def test_naacl_files_are_read_one_based(tmp_path):
+    path = tmp_path / "gold.naacl"
+    path.write_text("1 1 1 S\n1 2 3 P\n3 1 2\n")
+    gold = read_links(path)
+    assert gold[0] == Links({(0, 0)}, {(0, 0), (1, 2)}) and gold[1] == Links() and gold[2].sure == {(0, 1)}
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [("0-1 x", "gold.txt line 1: 'x' is not a link"), ("0-1 1--2", "is not a link")],
+)
+def test_a_malformed_link_names_the_file_and_line(tmp_path, line, message):
+    path = tmp_path / "gold.txt"
+    path.write_text(line + "\n")
+    with pytest.raises(Seq2SeqError, match=message):
+        read_links(path)
+
+
+def test_a_link_out_of_range_names_its_line():
+    with pytest.raises(Seq2SeqError, match=r"g line 2: link 3-0 is out of range \(the pair has 3 source"):
+        check_ranges([Links.of({(0, 0)}), Links.of({(3, 0)})], [2, 3], [2, 2], "g")
+
+
+def test_aer_of_a_toy_alignment_computed_by_hand():
+    gold = [Links(sure={(0, 0), (1, 1)}, possible={(0, 0), (1, 1), (2, 1)})]
+    found = [{(0, 0), (2, 1), (2, 2)}]  # one sure hit, one possible hit, one miss
+    result = score(found, gold)
+    # |A|=3 |S|=2 |A&S|=1 |A&P|=2: P = 2/3, R = 1/2, AER = 1 - (1 + 2) / (3 + 2)
+    assert (result.precision, result.recall, result.aer) == pytest.approx((2 / 3, 1 / 2, 2 / 5))
+    assert score([gold[0].sure], gold).aer == 0.0
+
+
+def test_pieces_merge_into_words_by_the_whitespace_mark():
+    assert piece_words(["▁A", "▁do", "g", "▁runs", "."]).tolist() == [0, 1, 1, 2, 2]
+    assert piece_words(["x", "▁y"]).tolist() == [0, 1]  # a first piece without the mark is word 0
+    pieces = np.array([[0.1, 0.2, 0.3], [0.5, 0.1, 0.0], [0.3, 0.3, 0.2]])  # (3 target, 3 source)
+    scores = word_scores(pieces, np.array([0, 0, 1]), np.array([0, 1, 1]))
+    # target word 1 = mean of rows 1 and 2; source word 0 = sum of columns 0 and 1
+    np.testing.assert_allclose(scores, [[0.3, 0.3], [0.6, 0.1]])
+
+
+def test_argmax_links_each_target_word_once_and_threshold_by_its_share():
+    scores = np.array([[0.7, 0.2, 0.1], [0.1, 0.45, 0.45]])  # (2 target words, 3 source words)
+    assert extract(scores, "argmax") == {(0, 0), (1, 1)}
+    assert extract(scores, "threshold", 0.4) == {(0, 0), (1, 1), (2, 1)}
+    with pytest.raises(Seq2SeqError, match="--extract must be one of argmax, threshold"):
+        extract(scores, "best")
+
+
+def test_grow_diag_final_and_by_hand():
+    forward = {(0, 0), (1, 1), (3, 3)}
+    reverse = {(0, 0), (1, 1), (1, 2), (3, 4)}
+    # from the intersection {0-0, 1-1}, grow 1-2 (a neighbour of 1-1 covering target 2); 3-3 and
+    # 3-4 touch nothing aligned; final-and takes forward's 3-3 (both words unaligned), and then
+    # not 3-4 (source 3 is aligned by then)
+    assert grow_diag_final_and(forward, reverse) == {(0, 0), (1, 1), (1, 2), (3, 3)}
+    assert grow_diag_final_and(reverse, forward) == {(0, 0), (1, 1), (1, 2), (3, 4)}
+
+
+def test_the_gold_tokenization_splits_punctuation_and_apostrophes():
+    assert split_words("A woman's dog doesn't run.", "en") == [
+        "A",
+        "woman",
+        "'s",
+        "dog",
+        "does",
+        "n't",
+        "run",
+        ".",
+    ]
+    assert split_words("L'homme qu'il voit aujourd'hui, d'accord.", "fr") == [
+        "L'", "homme", "qu'", "il", "voit", "aujourd'hui", ",", "d'", "accord", ".",
+    ]  # fmt: skip
+    words, origin = split_with_origin("l'air libre.", "fr")
+    assert words == ["l'", "air", "libre", "."] and origin == [0, 0, 1, 1]
+
+
+@pytest.fixture(scope="module", params=["transformer", "rnn"])
+def tiny(request, tmp_path_factory):
+    """A model of each architecture and the caption tokenizer: the methods never ask which."""
+    tokenizer = caption_tokenizer(tmp_path_factory.mktemp("align") / "tok.model")
+    build = tiny_model if request.param == "transformer" else tiny_rnn
+    return build(tokenizer.vocab_size).eval(), tokenizer
+
+
+def test_shift_att_is_the_attention_moved_by_one_row(tiny):
+    model, tokenizer = tiny
+    maps = attention(model, tokenizer, "a dog runs", "un chien court")
+    T = len(maps.target) - 1
+    head = maps.heads("cross")  # the last head
+    plain = piece_scores(Method("attention", layer=1, head=head), maps, model, [], [])
+    shifted = piece_scores(Method("shift", layer=1, head=head), maps, model, [], [])
+    weights = maps.map("cross", 1, head).numpy()
+    np.testing.assert_array_equal(plain, weights[:T, :-1])
+    np.testing.assert_array_equal(shifted, weights[1 : T + 1, :-1])
+
+
+def test_integrated_gradients_sum_to_the_change_in_log_probability(tiny):
+    model, tokenizer = tiny
+    src = [*tokenizer.encode(["a dog runs"])[0], EOS_ID]
+    tgt = tokenizer.encode(["un chien"])[0]
+    attributions = attribution(model, src, tgt, steps=64)  # (T, S)
+    change = log_probabilities(model, src, tgt, 1.0) - log_probabilities(model, src, tgt, 0.0)
+    np.testing.assert_allclose(attributions.sum(1), change, rtol=0.02, atol=2e-3)
+    one_step = attribution(model, src, tgt, steps=None)  # gradient x input: a different quantity
+    assert one_step.shape == attributions.shape and not np.allclose(one_step, attributions)

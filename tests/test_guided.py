@@ -1,0 +1,89 @@
+"""Guided alignment training: its targets from word links, its loss, and that it makes a head align."""
+
+import numpy as np
+import pytest
+import torch
+
+from seq2seq.align.api import align
+from seq2seq.align.methods import Method
+from seq2seq.align.pharaoh import Links
+from seq2seq.align.score import score
+from seq2seq.errors import Seq2SeqError
+from seq2seq.training.checkpoint import load_run
+from seq2seq.training.config import TrainConfig
+from seq2seq.training.guided import Guide
+from seq2seq.training.train import train
+from tests.helpers import REVERSE_MODEL, write_reversal_task
+
+
+def test_targets_spread_each_link_over_the_pieces_of_its_words():
+    # ids 0-3 are specials; 4 "▁a" 5 "b" 6 "▁c" 7 "▁d": source "ab c" is pieces 4 5 6, words 0 0 1
+    starts = np.array([False] * 4 + [True, False, True, True])
+    guide = Guide([Links.of({(0, 1), (1, 0), (1, 1)})], starts, layer=None, weight=1.0)
+    q = guide.targets([[4, 5, 6]], [[7, 4, 5]], [0], max_len=10)[0]  # target "d ab": words 0 1 1
+    assert q.shape == (4, 4)  # (3 target pieces + EOS, 3 source pieces + EOS)
+    expected = torch.tensor(
+        [
+            [0.0, 0.0, 1.0, 0.0],  # "d" (word 0) <- source word 1, "c"
+            [1 / 3, 1 / 3, 1 / 3, 0.0],  # "▁a" (word 1) <- words 0 ("ab": two pieces) and 1
+            [1 / 3, 1 / 3, 1 / 3, 0.0],  # "b", the same word
+            [0.0, 0.0, 0.0, 0.0],  # EOS: not supervised
+        ]
+    )
+    torch.testing.assert_close(q, expected)
+
+
+def test_the_loss_is_the_cross_entropy_of_the_first_head_of_the_penultimate_layer():
+    starts = np.array([False] * 4 + [True] * 4)
+    guide = Guide([Links.of({(0, 0)})], starts, layer=None, weight=0.5)
+    q = guide.targets([[4, 5]], [[6]], [0], max_len=10)  # (1, 2, 3)
+    cross = [torch.full((1, 2, 2, 3), 1 / 3) for _ in range(3)]
+    cross[1][0, 0, 0] = torch.tensor([0.5, 0.25, 0.25])  # layer 2 of 3, head 1, row of piece 0
+    assert guide.loss(cross, q).item() == pytest.approx(-0.5 * np.log(0.5))
+    with pytest.raises(Seq2SeqError, match="--guided-layer 4: the model has 3"):
+        Guide(guide.links, starts, layer=4, weight=0.5).loss(cross, q)
+
+
+def reversal_links(path, n_words: list[int]) -> None:
+    path.write_text("".join(" ".join(f"{i}-{n - 1 - i}" for i in range(n)) + "\n" for n in n_words))
+
+
+def _trained(tmp_path, name, guided):
+    data = tmp_path / "data"
+    corpus = write_reversal_task(data, n_train=500, n_val=60)
+    links = tmp_path / "train.align"
+    lines = (data / "train.tsv").read_text().splitlines()
+    reversal_links(links, [len(line.split("\t")[0].split()) for line in lines])
+    config = TrainConfig(
+        corpus=corpus,
+        src="src",
+        tgt="tgt",
+        vocab_size=32,
+        max_tokens=256,
+        lr=3e-3,
+        warmup=10,
+        label_smoothing=0.0,
+        subword_alpha=0.0,
+        epochs=5,
+        device="cpu",
+        bf16=False,
+        guided_alignment=str(links) if guided else None,
+        guided_weight=1.0,
+    )
+    train(tmp_path / name, config, REVERSE_MODEL)
+    return load_run(tmp_path / name), data
+
+
+def _aer(run, data) -> float:
+    (model, tokenizer), data = run, data
+    val = [line.split("\t") for line in (data / "val.tsv").read_text().splitlines()]
+    sources, targets = [s for s, _ in val], [t for _, t in val]
+    found = align(model, tokenizer, sources, targets, Method("attention", layer=1, head=1))
+    gold = [Links.of({(i, len(s.split()) - 1 - i) for i in range(len(s.split()))}) for s in sources]
+    return score([a.links for a in found], gold).aer
+
+
+def test_guided_training_makes_the_guided_head_align(tmp_path):
+    guided = _aer(*_trained(tmp_path, "guided", True))
+    unguided = _aer(*_trained(tmp_path, "unguided", False))
+    assert guided < 0.5 and guided < unguided - 0.3, (guided, unguided)
