@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from seq2seq.align.extract import extract, word_scores
-from seq2seq.align.methods import Method, piece_scores
+from seq2seq.align.methods import Method, all_heads, piece_scores
 from seq2seq.align.pharaoh import Link, Links
+from seq2seq.align.score import score
 from seq2seq.align.words import piece_words
 from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.attention import AttentionMaps, attention_of
@@ -91,16 +92,57 @@ def _check_lengths(model: Seq2SeqModel, out_ids: list[list[int]], lines: list[in
 
 def _one(method, rule, threshold, model, maps: AttentionMaps, src, tgt, number: int, cut: bool) -> Alignment:
     """`cut`: the source was cut to the model's limit, so its last words have no pieces."""
-    source_words, target_words = maps.source_text.split(), maps.translation.split()
-    sw, tw = piece_words(maps.source[:-1]), piece_words(maps.target[:-1])  # EOS excluded
-    for side, words, pieces in (("source", source_words, sw), ("target", target_words, tw)):
-        counted = int(pieces.max(initial=-1)) + 1
-        if counted > len(words) or (counted < len(words) and not (side == "source" and cut)):
-            raise Seq2SeqError(
-                f"line {number}: the tokenizer reads {counted} {side} words "
-                f"where whitespace gives {len(words)}"
-            )
+    sw, tw = pair_words(maps, number, cut)
     scores = word_scores(piece_scores(method, maps, model, src, tgt), sw, tw)
     return Alignment(
-        source_words, target_words, extract(scores, rule, threshold), scores, method.describe(maps), maps
+        maps.source_text.split(),
+        maps.translation.split(),
+        extract(scores, rule, threshold),
+        scores,
+        method.describe(maps),
+        maps,
     )
+
+
+def pair_words(maps: AttentionMaps, number: int, cut: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(S,) and (T,) the word of each source and target piece (EOS excluded); a one-line error
+    when the tokenizer's words are not the line's whitespace tokens."""
+    sw, tw = piece_words(maps.source[:-1]), piece_words(maps.target[:-1])
+    for side, text, pieces in (("source", maps.source_text, sw), ("target", maps.translation, tw)):
+        counted, words = int(pieces.max(initial=-1)) + 1, len(text.split())
+        if counted > words or (counted < words and not (side == "source" and cut)):
+            raise Seq2SeqError(
+                f"line {number}: the tokenizer reads {counted} {side} words where whitespace gives {words}"
+            )
+    return sw, tw
+
+
+def head_scores(
+    model: Seq2SeqModel,
+    tokenizer,
+    sources: list[str],
+    targets: list[str] | None,
+    gold: list[Links],
+    shifted: bool,
+    rule: str = "argmax",
+    threshold: float = 0.5,
+    options: DecodeOptions | None = None,
+) -> dict:
+    """{"layer L head H" (or "mean of heads"): AlignmentScore} of every layer and head's attention
+    (shifted or not) against `gold`, and "words": each pair's (source words, target words)."""
+    name = "shift" if shifted else "attention"
+    first = align(model, tokenizer, sources, targets, Method(name), rule, threshold, options)
+    found: dict[str, list[set[Link]]] = {}
+    for number, a in enumerate(first, start=1):
+        if a.maps is None:  # a blank pair: no links in any head
+            for links in found.values():
+                links.append(set())
+            continue
+        sw, tw = pair_words(a.maps, number, cut=True)
+        for (layer, head), pieces in all_heads(a.maps, shifted).items():
+            key = f"{name} layer {layer} " + ("mean of heads" if head is None else f"head {head}")
+            found.setdefault(key, [set()] * (number - 1)).append(
+                extract(word_scores(pieces, sw, tw), rule, threshold)
+            )
+    table = {key: score(links, gold) for key, links in found.items()}
+    return {**table, "words": [(a.source_words, a.target_words) for a in first]}

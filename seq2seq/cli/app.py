@@ -12,6 +12,7 @@ import typer
 
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.cli import display
+from seq2seq.cli.align import align
 from seq2seq.cli.evaluate import evaluate, score
 from seq2seq.cli.export import export
 from seq2seq.cli.io import ReaderLeft
@@ -34,7 +35,7 @@ app = typer.Typer(
 # One rule for where a command goes: cli/<group>.py holds a group of commands as plain functions
 # (train.py: tokenize, train; translate.py; evaluate.py: evaluate, score; export.py; serve.py),
 # registered here.
-for command in (tokenize, train, translate, evaluate, score, export, serve):
+for command in (tokenize, train, translate, evaluate, score, align, export, serve):
     app.command()(command)
 
 

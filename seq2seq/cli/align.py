@@ -1,0 +1,206 @@
+"""`seq2seq align`: word alignments of sentence pairs in Pharaoh format, one line out per pair in,
+from the model's cross-attention or attribution, or from eflomal beside it; scored against gold
+links with --gold."""
+
+import json
+from pathlib import Path
+
+import typer
+
+from seq2seq.cli.io import read_lines
+from seq2seq.cli.options import BATCH_SIZE, BEAM, DATA_DIR, DEVICE, RUN, run_dir
+from seq2seq.cli.outputs import Outputs, write_file, write_lines
+from seq2seq.errors import Seq2SeqError
+
+METHOD_HELP = (
+    "attention (cross-attention of --layer/--head at the position that produced each target word), "
+    "shift (the same one step later, where the word is the decoder's input: Shift-Att), gradxinput "
+    "(gradient x input over the source embeddings) or ig (integrated gradients, --steps)."
+)
+EXTRACT_HELP = (
+    "argmax: each target word linked to its highest-scoring source word; threshold: to every source "
+    "word holding at least --threshold of the word's (positive) score. Scores of pieces are merged "
+    "into words: the mean over the target word's pieces of the sum over the source word's."
+)
+
+
+def align(
+    source: Path = typer.Option(
+        ..., "--source", help="Source sentences, one a line; words: whitespace tokens."
+    ),
+    target: Path | None = typer.Option(
+        None, "--target", help="Their translations, forced through the decoder [default: the model's own]."
+    ),
+    run: Path | None = RUN,
+    method: str = typer.Option("attention", "--method", help=METHOD_HELP),
+    layer: int | None = typer.Option(None, "--layer", min=1, help="Decoder layer, from 1 [default: last]."),
+    head: int | None = typer.Option(None, "--head", min=1, help="Head, from 1 [default: their mean]."),
+    steps: int = typer.Option(32, "--steps", min=1, max=1024, help="Integrated gradients' steps."),
+    extract: str = typer.Option("argmax", "--extract", help=EXTRACT_HELP),
+    threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="For --extract threshold."),
+    gold: Path | None = typer.Option(
+        None, "--gold", help="Gold links (Pharaoh i-j Sure / i?j Possible, or NAACL): print P, R and AER."
+    ),
+    all_heads: bool = typer.Option(
+        False, "--all-heads", help="With --gold: the AER of every layer and head (attention or shift)."
+    ),
+    baseline: str | None = typer.Option(
+        None,
+        "--baseline",
+        help="eflomal: align with eflomal (the [align] extra) trained on the run's training pairs "
+        "(split as the shipped gold set is) and these, instead of the model.",
+    ),
+    data_dir: str | None = DATA_DIR,
+    output: Path | None = typer.Option(None, "--output", help="Write the links here [default: stdout]."),
+    as_json: bool = typer.Option(False, "--json", help="Scores (or links) as JSON."),
+    beam: int = BEAM,
+    batch_size: int = BATCH_SIZE,
+    device: str = DEVICE,
+):
+    """Word alignments, one Pharaoh line (i-j: source word i, target word j, from 0) per pair."""
+    from seq2seq.align.methods import Method
+
+    run = run_dir(run)
+    outputs = Outputs(source, target, gold, run=run)
+    outputs.claim("--output", output)
+    if all_heads and (gold is None or method not in ("attention", "shift")):
+        raise typer.BadParameter("goes with --gold and --method attention or shift", param_hint="--all-heads")
+    if baseline not in (None, "eflomal"):
+        raise typer.BadParameter(f"must be eflomal, not {baseline!r}", param_hint="--baseline")
+    if baseline is not None and target is None:
+        raise typer.BadParameter("needs --target: eflomal aligns given pairs", param_hint="--baseline")
+    chosen = Method(method, layer, head, steps)
+    sources = read_lines(source)
+    targets = read_lines(target) if target is not None else None
+    if targets is not None and len(targets) != len(sources):
+        raise Seq2SeqError(f"{source} has {len(sources)} lines but {target} has {len(targets)}")
+    gold_links = _read_gold(gold, len(sources))
+    if baseline is not None:
+        links, described = _eflomal(run, data_dir, sources, targets), "eflomal (grow-diag-final-and)"
+        _check_gold(gold, gold_links, [s.split() for s in sources], [t.split() for t in targets])
+    else:
+        links, described = _model(
+            run,
+            device,
+            sources,
+            targets,
+            chosen,
+            extract,
+            threshold,
+            beam,
+            batch_size,
+            gold,
+            gold_links,
+            all_heads,
+            as_json,
+        )
+        if links is None:
+            return
+    if output is not None or gold is None:
+        if as_json and gold is None:
+            lines = [json.dumps(sorted(pair)) for pair in links]
+        else:
+            lines = [_pharaoh(pair) for pair in links]
+        write_lines(lines, output)
+    if gold is not None:
+        from seq2seq.align.score import score
+
+        _print_scores({described: score(links, gold_links)}, as_json)
+
+
+def _model(
+    run,
+    device,
+    sources,
+    targets,
+    chosen,
+    extract,
+    threshold,
+    beam,
+    batch_size,
+    gold,
+    gold_links,
+    all_heads,
+    as_json,
+):
+    """The model's links, or None once --all-heads has printed its table."""
+    from seq2seq.align.api import align as align_pairs
+    from seq2seq.align.api import head_scores
+    from seq2seq.decoding.options import DecodeOptions
+    from seq2seq.training.checkpoint import load_run
+
+    model, tokenizer = load_run(run, device)
+    options = DecodeOptions(beam=beam, batch_size=batch_size)
+    options.check()
+    if all_heads:
+        table = head_scores(
+            model,
+            tokenizer,
+            sources,
+            targets,
+            gold_links,
+            chosen.name == "shift",
+            extract,
+            threshold,
+            options,
+        )
+        _check_gold_words(gold, gold_links, table.pop("words"))
+        _print_scores(table, as_json)
+        return None, None
+    found = align_pairs(model, tokenizer, sources, targets, chosen, extract, threshold, options)
+    _check_gold(gold, gold_links, [a.source_words for a in found], [a.target_words for a in found])
+    return [a.links for a in found], found[0].method if found else chosen.describe()
+
+
+def _eflomal(run: Path, data_dir, sources: list[str], targets: list[str]) -> list[set]:
+    from seq2seq.align.baseline import eflomal_links
+    from seq2seq.align.words import split_words
+    from seq2seq.data.corpus import load_pairs
+    from seq2seq.training.resume import stored_languages
+
+    corpus, src, tgt = stored_languages(run)
+    pairs = load_pairs(corpus, "train", src, tgt, data_dir)
+    extra = [(" ".join(split_words(s, src)), " ".join(split_words(t, tgt))) for s, t in pairs]
+    return [links.sure for links in eflomal_links(sources, targets, extra)]
+
+
+def _read_gold(gold: Path | None, n_pairs: int):
+    if gold is None:
+        return None
+    from seq2seq.align.pharaoh import read_links
+
+    links = read_links(gold)
+    if len(links) != n_pairs:
+        raise Seq2SeqError(f"{gold} has {len(links)} lines of links for {n_pairs} sentence pairs")
+    return links
+
+
+def _check_gold(gold, gold_links, source_words, target_words) -> None:
+    if gold is not None:
+        from seq2seq.align.pharaoh import check_ranges
+
+        check_ranges(gold_links, [len(w) for w in source_words], [len(w) for w in target_words], gold)
+
+
+def _check_gold_words(gold, gold_links, words) -> None:
+    _check_gold(gold, gold_links, [w[0] for w in words], [w[1] for w in words])
+
+
+def _pharaoh(links: set) -> str:
+    from seq2seq.align.pharaoh import Links
+
+    return Links.of(links).pharaoh()
+
+
+def _print_scores(table: dict, as_json: bool) -> None:
+    """One line per method: its P, R and AER (and the counts) in %."""
+    if as_json:
+        lines = [json.dumps({"method": name, **result.as_json()}) for name, result in table.items()]
+    else:
+        width = max(map(len, table))
+        lines = [f"{'method':<{width}}  precision  recall    AER  links"]
+        lines += [
+            f"{name:<{width}}  {r.precision:9.3f}  {r.recall:6.3f}  {r.aer:5.3f}  {r.links:5d}"
+            for name, r in table.items()
+        ]
+    write_file("".join(f"{line}\n" for line in lines).encode(), None)

@@ -1,0 +1,93 @@
+"""`seq2seq align`: a line out per pair in, scores against gold, and one-line errors on bad input."""
+
+import json
+
+import pytest
+
+from seq2seq.align.pharaoh import parse_line
+from tests.conftest import EN, FR
+
+
+@pytest.fixture
+def pairs(tmp_path):
+    (tmp_path / "src.txt").write_text("\n".join(EN[:4]) + "\n")
+    (tmp_path / "tgt.txt").write_text("\n".join(FR[:4]) + "\n")
+    gold = "0-0 1-1 2-2\n0-0 1-1 2-2\n0-0 1-1 2?2\n0-0 2-1 1-2\n"  # "a red car": "une voiture rouge"
+    (tmp_path / "gold.txt").write_text(gold)
+    return tmp_path
+
+
+def args(run, pairs, *more):
+    return ["align", "--run", run, "--source", pairs / "src.txt", "--target", pairs / "tgt.txt", *more]
+
+
+@pytest.mark.parametrize("method", ["attention", "shift", "gradxinput", "ig"])
+def test_a_line_of_links_per_pair_within_its_words(cli, tiny_run, pairs, method):
+    result = cli(*args(tiny_run[0], pairs, "--method", method, "--steps", "4"))
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert len(lines) == 4
+    for line, source, target in zip(lines, EN, FR, strict=False):
+        links = parse_line(line, "out").sure
+        assert len(links) == len(target.split())  # argmax: one link per target word
+        assert all(i < len(source.split()) and j < len(target.split()) for i, j in links)
+
+
+def test_without_a_target_the_models_own_translation_is_aligned(cli, tiny_run, pairs):
+    (pairs / "src.txt").write_text("a dog runs\n\nthe cat sleeps\n")
+    result = cli("align", "--run", tiny_run[0], "--source", pairs / "src.txt", "--json")
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert len(lines) == 3 and json.loads(lines[1]) == []  # a blank line gives an empty one
+
+
+def test_gold_scores_and_the_table_of_heads(cli, tiny_run, pairs):
+    result = cli(*args(tiny_run[0], pairs, "--gold", pairs / "gold.txt", "--json"))
+    assert result.code == 0, result.err
+    (row,) = map(json.loads, result.out.splitlines())
+    assert row["sure"] == 11 and row["possible"] == 12 and row["links"] == 12 and 0 <= row["aer"] <= 1
+    table = cli(*args(tiny_run[0], pairs, "--gold", pairs / "gold.txt", "--all-heads", "--json"))
+    assert table.code == 0, table.err
+    rows = [json.loads(line) for line in table.out.splitlines()]
+    assert any(r["method"] == "attention layer 1 head 1" for r in rows)
+    mean = next(
+        r
+        for r in rows
+        if r["method"].endswith("mean of heads") and r["method"] != "attention layer 1 mean of heads"
+    )
+    assert mean["aer"] == pytest.approx(row["aer"])  # the last layer's mean: the default method
+
+
+def test_eflomal_aligns_beside_the_model(cli, tiny_run, pairs):
+    pytest.importorskip("eflomal")
+    result = cli(*args(tiny_run[0], pairs, "--baseline", "eflomal", "--data-dir", tiny_run[1]))
+    assert result.code == 0, result.err
+    assert len(result.out.splitlines()) == 4
+
+
+@pytest.mark.parametrize(
+    "gold, target, message",
+    [
+        ("0-0\n0-0\n", None, "gold.txt has 2 lines of links for 4 sentence pairs"),
+        ("0-0\n0-0\n0-0\n0-x\n", None, "gold.txt line 4: '0-x' is not a link"),
+        ("0-0\n0-0\n0-0\n5-0\n", None, "gold.txt line 4: link 5-0 is out of range"),
+        ("0-0\n" * 4, "un chien court\n", "has 4 lines but"),
+        ("0-0\n" * 4, "un chien court\n\nle chat dort\nune voiture rouge\n", "line 2: the target is blank"),
+        ("0-0\n" * 4, "un chien court\ndeux\nle chat dort\n" + "rouge " * 80 + "\n", "target line 4 has"),
+    ],
+)
+def test_bad_pairs_and_gold_are_one_line_errors_and_write_nothing(
+    cli, tiny_run, pairs, gold, target, message
+):
+    (pairs / "gold.txt").write_text(gold)
+    if target is not None:
+        (pairs / "tgt.txt").write_text(target)
+    out = pairs / "links.txt"
+    result = cli(*args(tiny_run[0], pairs, "--gold", pairs / "gold.txt", "--output", out))
+    assert result.code == 2 and message in result.err, result.err
+    assert len(result.err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_all_heads_needs_gold_and_an_attention_method(cli, tiny_run, pairs):
+    result = cli(*args(tiny_run[0], pairs, "--all-heads"))
+    assert result.code == 2 and "--all-heads" in result.err
