@@ -1,0 +1,93 @@
+"""The alignment table of docs/alignment.md: every method on the same gold pairs, in one run.
+
+The settings are chosen on the development half (the layer and head of the best attention map)
+and the figures reported on the test half: the last layer's mean cross-attention, the head chosen
+on dev, Shift-Att (of the last layer's mean, and of the chosen head), gradient x input,
+integrated gradients, and eflomal trained on the run's training pairs plus the pairs aligned.
+
+    python -m scripts.alignment_table --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from scripts.common import REPO, cpu
+from seq2seq.align.api import align, head_scores
+from seq2seq.align.baseline import eflomal_links
+from seq2seq.align.methods import Method
+from seq2seq.align.pharaoh import read_links
+from seq2seq.align.score import score
+from seq2seq.align.words import split_words
+from seq2seq.data.corpus import load_pairs
+from seq2seq.training.checkpoint import load_run
+from seq2seq.training.resume import stored_languages, stored_train_config
+
+GOLD = REPO / "data" / "alignment"
+
+
+def half(name: str, gold_dir: Path) -> tuple[list[str], list[str], list]:
+    read = lambda suffix: (gold_dir / f"{name}.{suffix}").read_text(encoding="utf-8").splitlines()  # noqa: E731
+    return read("en"), read("fr"), read_links(gold_dir / f"{name}.align")
+
+
+def best_head(model, tokenizer, dev) -> tuple[int, int | None, float]:
+    """The (layer, head) whose attention has the lowest AER on the development half."""
+    table = head_scores(model, tokenizer, *dev[:2], dev[2], shifted=False)
+    table.pop("words")
+    name, result = min(table.items(), key=lambda item: item[1].aer)
+    words = name.split()
+    return int(words[2]), None if words[3] == "mean" else int(words[4]), result.aer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--data-dir")
+    parser.add_argument("--gold-dir", type=Path, default=GOLD)
+    parser.add_argument("--steps", type=int, default=32, help="integrated gradients' steps")
+    parser.add_argument("--no-eflomal", action="store_true")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args()
+    print(cpu())
+    model, tokenizer = load_run(args.run)
+    dev, test = half("dev", args.gold_dir), half("test", args.gold_dir)
+    layer, head, dev_aer = best_head(model, tokenizer, dev)
+    print(f"chosen on dev: layer {layer}, head {head or 'mean'} (dev AER {dev_aer:.3f})")
+    methods = {
+        "attention, last layer, mean of heads": Method("attention"),
+        f"attention, layer {layer} head {head or 'mean'} (chosen on dev)": Method("attention", layer, head),
+        "Shift-Att, last layer, mean of heads": Method("shift"),
+        f"Shift-Att, layer {layer} head {head or 'mean'}": Method("shift", layer, head),
+        "gradient x input": Method("gradxinput"),
+        f"integrated gradients ({args.steps} steps)": Method("ig", steps=args.steps),
+    }
+    recipe = stored_train_config(args.run)
+    if recipe.guided_alignment is not None:  # the head that guided alignment trained
+        guided = recipe.guided_layer or max(model.cfg.n_decoder_layers - 1, 1)
+        methods[f"attention, the guided head (layer {guided} head 1)"] = Method("attention", guided, 1)
+    rows = []
+    for name, method in methods.items():
+        start = time.perf_counter()
+        found = align(model, tokenizer, test[0], test[1], method)
+        rows.append((name, score([a.links for a in found], test[2]), time.perf_counter() - start))
+    if not args.no_eflomal:
+        corpus, src, tgt = stored_languages(args.run)
+        start = time.perf_counter()
+        pairs = load_pairs(corpus, "train", src, tgt, args.data_dir)
+        extra = [(" ".join(split_words(s, src)), " ".join(split_words(t, tgt))) for s, t in pairs]
+        links = [x.sure for x in eflomal_links(test[0], test[1], extra)]
+        name = f"eflomal ({len(pairs)} training pairs + these)"
+        rows.append((name, score(links, test[2]), time.perf_counter() - start))
+    width = max(len(name) for name, _, _ in rows)
+    print(f"test half, {len(test[0])} pairs")
+    print(f"{'method':<{width}}  precision  recall    AER  seconds")
+    for name, r, seconds in rows:
+        print(f"{name:<{width}}  {r.precision:9.3f}  {r.recall:6.3f}  {r.aer:5.3f}  {seconds:7.1f}")
+    if args.json:
+        args.json.write_text(json.dumps([{"method": n, **r.as_json(), "seconds": s} for n, r, s in rows]))
+
+
+if __name__ == "__main__":
+    main()
