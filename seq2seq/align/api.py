@@ -32,15 +32,21 @@ class Alignment:
     scores: np.ndarray  # (target words, source words)
     method: str  # what the scores are, in words
     maps: AttentionMaps | None = None  # the pair's attention (None for a blank line)
+    ids: tuple[list[int], list[int]] = ([], [])  # source ids (EOS included), output ids (no EOS)
     gold: Links | None = field(default=None, repr=False)  # set by whoever scores against gold
 
     def pharaoh(self) -> str:
         return Links.of(self.links).pharaoh()
 
     def _repr_html_(self) -> str:
-        from seq2seq.views.explorer import alignment_page  # the explorer, inline in a notebook
+        """In a notebook: the offline explorer of this pair with its links, inline."""
+        from seq2seq.align import pictures
+        from seq2seq.views.explorer import notebook
 
-        return alignment_page([self])
+        if self.maps is None:
+            return "<p>(a blank line: nothing to align)</p>"
+        gold = pictures.sentence(self, gold=self.gold)
+        return notebook(pictures.page([gold], f"{self.method}: {self.pharaoh() or 'no links'}"))
 
 
 def align(
@@ -101,6 +107,7 @@ def _one(method, rule, threshold, model, maps: AttentionMaps, src, tgt, number: 
         scores,
         method.describe(maps),
         maps,
+        (src, tgt),
     )
 
 

@@ -53,6 +53,18 @@ def align(
     data_dir: str | None = DATA_DIR,
     output: Path | None = typer.Option(None, "--output", help="Write the links here [default: stdout]."),
     as_json: bool = typer.Option(False, "--json", help="Scores (or links) as JSON."),
+    attention_png: Path | None = typer.Option(
+        None,
+        "--attention-png",
+        help="Draw each pair's cross-attention (--layer/--head) with its links (and --gold's) over it "
+        "and the attribution beside, into FILE (several pairs: FILE-<line>.png).",
+    ),
+    attention_html: Path | None = typer.Option(
+        None,
+        "--attention-html",
+        help="The attention explorer of every pair, links and gold drawn over the maps, attribution a "
+        "toggle away, as one offline HTML file.",
+    ),
     beam: int = BEAM,
     batch_size: int = BATCH_SIZE,
     device: str = DEVICE,
@@ -62,7 +74,22 @@ def align(
 
     run = run_dir(run)
     outputs = Outputs(source, target, gold, run=run)
-    outputs.claim("--output", output)
+    for flag, path in (
+        ("--output", output),
+        ("--attention-png", attention_png),
+        ("--attention-html", attention_html),
+    ):
+        outputs.claim(flag, path)
+    pictures = attention_png is not None or attention_html is not None
+    if pictures and (baseline is not None or all_heads):
+        raise typer.BadParameter(
+            "draws the model's links: not with --baseline or --all-heads",
+            param_hint="--attention-png/--attention-html",
+        )
+    if attention_png is not None:
+        from seq2seq.views import plots
+
+        plots.require()
     if all_heads and (gold is None or method not in ("attention", "shift")):
         raise typer.BadParameter("goes with --gold and --method attention or shift", param_hint="--all-heads")
     if baseline not in (None, "eflomal"):
@@ -79,23 +106,19 @@ def align(
         links, described = _eflomal(run, data_dir, sources, targets), "eflomal (grow-diag-final-and)"
         _check_gold(gold, gold_links, [s.split() for s in sources], [t.split() for t in targets])
     else:
-        links, described = _model(
-            run,
-            device,
-            sources,
-            targets,
-            chosen,
-            extract,
-            threshold,
-            beam,
-            batch_size,
-            gold,
-            gold_links,
-            all_heads,
-            as_json,
+        found = _model(
+            run, device, sources, targets, chosen, extract, threshold, beam, batch_size, gold_links, all_heads
         )
-        if links is None:
+        if all_heads:
+            _check_gold_words(gold, gold_links, found.pop("words"))
+            _print_scores(found, as_json)
             return
+        model, found = found
+        _check_gold(gold, gold_links, [a.source_words for a in found], [a.target_words for a in found])
+        links = [a.links for a in found]
+        described = found[0].method if found else chosen.describe()
+        if pictures:
+            _draw(model, found, gold_links, chosen, attention_png, attention_html)
     if output is not None or gold is None:
         if as_json and gold is None:
             lines = [json.dumps(sorted(pair)) for pair in links]
@@ -109,21 +132,9 @@ def align(
 
 
 def _model(
-    run,
-    device,
-    sources,
-    targets,
-    chosen,
-    extract,
-    threshold,
-    beam,
-    batch_size,
-    gold,
-    gold_links,
-    all_heads,
-    as_json,
+    run, device, sources, targets, chosen, extract, threshold, beam, batch_size, gold_links, all_heads
 ):
-    """The model's links, or None once --all-heads has printed its table."""
+    """(the model, its `Alignment`s), or with `all_heads` the table of every layer and head."""
     from seq2seq.align.api import align as align_pairs
     from seq2seq.align.api import head_scores
     from seq2seq.decoding.options import DecodeOptions
@@ -133,23 +144,33 @@ def _model(
     options = DecodeOptions(beam=beam, batch_size=batch_size)
     options.check()
     if all_heads:
-        table = head_scores(
-            model,
-            tokenizer,
-            sources,
-            targets,
-            gold_links,
-            chosen.name == "shift",
-            extract,
-            threshold,
-            options,
+        shifted = chosen.name == "shift"
+        return head_scores(
+            model, tokenizer, sources, targets, gold_links, shifted, extract, threshold, options
         )
-        _check_gold_words(gold, gold_links, table.pop("words"))
-        _print_scores(table, as_json)
-        return None, None
-    found = align_pairs(model, tokenizer, sources, targets, chosen, extract, threshold, options)
-    _check_gold(gold, gold_links, [a.source_words for a in found], [a.target_words for a in found])
-    return [a.links for a in found], found[0].method if found else chosen.describe()
+    return model, align_pairs(model, tokenizer, sources, targets, chosen, extract, threshold, options)
+
+
+def _draw(model, found, gold_links, chosen, png: Path | None, html: Path | None) -> None:
+    """The pictures of every non-blank pair: the links over the attention, the attribution beside
+    (the chosen method's, or integrated gradients beside an attention method)."""
+    from seq2seq.align import pictures
+    from seq2seq.align.attribution import attribution
+    from seq2seq.cli.outputs import numbered
+
+    steps = None if chosen.name == "gradxinput" else chosen.steps
+    drawn = []
+    for number, a in enumerate(found, start=1):
+        if a.maps is None:
+            continue
+        gold = gold_links[number - 1] if gold_links is not None else None
+        scores = attribution(model, *a.ids, steps)
+        if png is not None:
+            path = png if len(found) == 1 else numbered(png, number)
+            write_file(pictures.png(a, chosen.layer, chosen.head, gold, scores), path)
+        drawn.append(pictures.sentence(a, number, gold, scores))
+    if html is not None:
+        write_file(pictures.page(drawn, f"{len(drawn)} aligned pairs: {chosen.describe()}").encode(), html)
 
 
 def _eflomal(run: Path, data_dir, sources: list[str], targets: list[str]) -> list[set]:

@@ -5,16 +5,18 @@
 "use strict";
 
 (function () {
-  const KINDS = ["encoder", "decoder", "cross"];
+  const KINDS = ["encoder", "decoder", "cross", "attribution"];
   const TITLES = {
     encoder: "Encoder self-attention",
     decoder: "Decoder masked self-attention",
     cross: "Cross-attention",
+    attribution: "Attribution",
   };
   const AXES = { // what a row (query) and a column (key) are
     encoder: "Each source piece (row) over the source (columns).",
     decoder: "Each output position (row) over the decoder's inputs so far (columns).",
     cross: "Each output piece (row) over the source (columns).",
+    attribution: "Each output piece (row): what each source piece's embedding gave it, over the row's largest.",
   };
   const LIT = 0.5; // a piece lights up when it holds at least half of the strongest weight
 
@@ -100,6 +102,8 @@
     const section = el("section", { class: "panel", id: "panel-" + kind, "data-kind": kind });
     section.append(el("h2", {}, TITLES[kind]));
     const k = state.sentence.kinds[kind];
+    if (!k && kind === "attribution") section.hidden = true; // only `seq2seq align` pages have it
+    if (!k && kind === "attribution") return section;
     if (!k) {
       section.classList.add("absent");
       section.append(el("p", { class: "note" },
@@ -182,6 +186,7 @@
       if (td) hoverLabel(kind, "row", Number(td.dataset.row));
     });
     t.addEventListener("mouseleave", () => focus(state.pinned));
+    if (window.seq2seqAlignment) window.seq2seqAlignment(t, kind, state.sentence); // alignment.js
     return t;
   }
 

@@ -42,7 +42,12 @@ def sentence_json(maps: AttentionMaps, line: int | None = None) -> str:
     """One sentence of an offline page as JSON text, "<" escaped so that no string in it can close
     the script element that holds it. A page of many lines is built from these texts, which take
     far less memory than the maps."""
-    return json.dumps(maps_json(maps, line), ensure_ascii=False).replace("<", "\\u003c")
+    return escaped_json(maps_json(maps, line))
+
+
+def escaped_json(sentence: dict) -> str:
+    """A sentence dict (`maps_json`, and what else a page draws over it) as an offline page's JSON."""
+    return json.dumps(sentence, ensure_ascii=False).replace("<", "\\u003c")
 
 
 def page(sentences: list[str] | None = None, about: str = "") -> str:
@@ -59,7 +64,7 @@ def page(sentences: list[str] | None = None, about: str = "") -> str:
         PLACES,
         (
             _asset("explorer.css"),
-            _asset("explorer.js"),
+            _asset("alignment.js") + _asset("explorer.js"),  # the links' hook first: the page draws at once
             data,
             _escape(f"{TITLE}: {about}" if about else TITLE),
         ),
@@ -67,6 +72,16 @@ def page(sentences: list[str] | None = None, about: str = "") -> str:
     ):
         html = html.replace(place, value, 1)
     return html
+
+
+def notebook(html: str, height: int = 640) -> str:
+    """A page for a notebook cell (`_repr_html_`): inside an iframe's srcdoc, so its script runs
+    and its ids and styles stay its own, offline like the page itself."""
+    quoted = html.replace("&", "&amp;").replace('"', "&quot;")
+    return (
+        f'<iframe srcdoc="{quoted}" style="width: 100%; height: {height}px; border: 0" '
+        'sandbox="allow-scripts" title="attention explorer"></iframe>'
+    )
 
 
 def _asset(name: str) -> str:

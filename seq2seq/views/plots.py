@@ -54,6 +54,56 @@ def attention_png(maps: AttentionMaps, layer: int | None = None, head: int | Non
     return _png(figure)
 
 
+Cells = list[tuple[int, int]]  # (row, col) of a map: (output piece, source piece)
+
+
+def alignment_png(
+    maps: AttentionMaps,
+    layer: int | None,
+    head: int | None,
+    links: Cells,
+    sure: Cells = (),
+    possible: Cells = (),
+    attribution=None,
+) -> bytes:
+    """The cross-attention map with word links drawn over it: the links found as red squares, gold
+    Sure links as black dots and only-Possible ones as hollow circles (cells of the pieces of linked
+    words); beside it, when given, an attribution map (T + 1, S + 1) of the same pieces, each row
+    scaled to its largest value."""
+    np, Figure = _matplotlib()
+    rows, cols = maps.labels("cross")
+    panels = [("cross", maps.map("cross", layer, head).numpy(), maps.describe("cross", layer, head))]
+    if attribution is not None:
+        panels.append(("attribution", np.asarray(attribution), "attribution (each row / its largest)"))
+    figure = Figure(
+        figsize=(2.5 + 0.32 * (len(panels) * (len(cols) + 3)), 2.6 + 0.32 * len(rows)), layout="constrained"
+    )
+    axes = figure.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (kind, weights, title) in zip(axes, panels, strict=True):
+        if kind == "attribution":
+            top = np.abs(weights).max(axis=1, keepdims=True)
+            weights = np.clip(weights, 0, None) / np.where(top > 0, top, 1.0)
+        ax.imshow(weights, cmap=_colormap(), vmin=0.0, vmax=1.0)
+        for cells, style in (
+            (links, dict(marker="s", s=120, facecolors="none", edgecolors="#d62728", linewidths=1.5)),
+            (sure, dict(marker="o", s=14, c="black")),
+            (possible, dict(marker="o", s=26, facecolors="none", edgecolors="black", linewidths=0.8)),
+        ):
+            if len(cells):
+                r, c = zip(*cells, strict=True)
+                ax.scatter(c, r, **style)
+        ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=8)
+        ax.set_yticks(range(len(rows)), rows, fontsize=8)
+        ax.set_title(title.replace(", ", "\n", 1), fontsize=9)
+    about = (
+        "red squares: links found; dots: gold Sure; circles: gold Possible"
+        if sure or possible
+        else "red squares: links found"
+    )
+    figure.suptitle(f"{maps.source_text}\n→ {maps.translation}\n{about}", fontsize=9)
+    return _png(figure)
+
+
 def learning_curves(rows: list[dict], path: Path) -> None:
     """Train and validation loss, and validation BLEU, against the step; the best checkpoint (the
     last validation that improved BLEU) marked."""

@@ -1,0 +1,55 @@
+"""Alignments seen: the links (and the gold) drawn over the cross-attention map, as a PNG or in the
+offline explorer, with the attribution map beside the attention. Links join words and the maps
+pieces, so a link is drawn on every cell of its two words' pieces."""
+
+import numpy as np
+
+from seq2seq.align.api import Alignment
+from seq2seq.align.pharaoh import Link, Links
+from seq2seq.align.words import piece_words
+from seq2seq.views import explorer, plots
+
+
+def cells(links: set[Link], maps) -> list[tuple[int, int]]:
+    """(row, col) map cells of the pieces of each link's words, in order."""
+    sw, tw = piece_words(maps.source[:-1]), piece_words(maps.target[:-1])
+    return sorted(
+        (int(r), int(c)) for i, j in links for r in np.flatnonzero(tw == j) for c in np.flatnonzero(sw == i)
+    )
+
+
+def png(a: Alignment, layer: int | None, head: int | None, gold: Links | None = None, attribution=None):
+    """`plots.alignment_png` of one pair; `attribution` (T + 1, S + 1) drawn beside when given."""
+    sure = cells(gold.sure, a.maps) if gold else []
+    possible = cells(gold.possible - gold.sure, a.maps) if gold else []
+    return plots.alignment_png(a.maps, layer, head, cells(a.links, a.maps), sure, possible, attribution)
+
+
+def sentence(a: Alignment, line: int | None = None, gold: Links | None = None, attribution=None) -> str:
+    """One pair for an explorer page: its maps, each piece's word, the links, the gold and the
+    attribution map (positive part, each row over its largest), as `explorer.escaped_json`."""
+    data = explorer.maps_json(a.maps, line)
+    words = lambda pieces: [*piece_words(pieces[:-1]).tolist(), -1]  # noqa: E731  EOS: no word
+    data["alignment"] = {
+        "method": a.method,
+        "source_words": words(a.maps.source),
+        "target_words": words(a.maps.target),
+        "links": sorted(a.links),
+        "sure": sorted(gold.sure) if gold else [],
+        "possible": sorted(gold.possible - gold.sure) if gold else [],
+    }
+    if attribution is not None:
+        positive = np.clip(np.asarray(attribution, dtype=np.float64), 0.0, None)
+        top = positive.max(axis=1, keepdims=True)
+        shares = np.round(positive / np.where(top > 0, top, 1.0), explorer.DIGITS)
+        data["kinds"]["attribution"] = {
+            "title": "attribution",
+            "rows": "target",
+            "cols": "source",
+            "weights": [[shares.tolist()]],  # one layer, one head
+        }
+    return explorer.escaped_json(data)
+
+
+def page(sentences: list[str], about: str = "") -> str:
+    return explorer.page(sentences, about)
