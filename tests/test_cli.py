@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training.config import OLDER_RECIPES, REMOVED
+from seq2seq.training.config import ADDED, OLDER_RECIPES, REMOVED
 from seq2seq.training.resume import check_typed_options, stored_languages, stored_train_config
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import EN, tiny_model, write_multi30k, write_run
@@ -173,6 +173,17 @@ def test_a_removed_lever_at_the_value_that_trains_as_today_is_no_older_recipe(tr
     shutil.copytree(run, copy)
     sections = json.loads((copy / "config.json").read_text())
     sections["train"].update(REMOVED)  # a run from before the removal that left the levers off
+    (copy / "config.json").write_text(json.dumps(sections))
+    assert stored_train_config(copy) == stored_train_config(run)
+
+
+def test_a_run_written_before_an_added_field_trains_as_its_value_says(trained, tmp_path):
+    _, run, _ = trained
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    sections = json.loads((copy / "config.json").read_text())
+    for name in ADDED:
+        del sections["train"][name]
     (copy / "config.json").write_text(json.dumps(sections))
     assert stored_train_config(copy) == stored_train_config(run)
 

@@ -1,5 +1,9 @@
 """Guided alignment training: its targets from word links, its loss, and that it makes a head align."""
 
+import gzip
+import json
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -13,7 +17,8 @@ from seq2seq.training.checkpoint import load_run
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.guided import Guide
 from seq2seq.training.train import train
-from tests.helpers import REVERSE_MODEL, write_reversal_task
+from tests.conftest import write_multi30k
+from tests.helpers import REVERSE_MODEL, train_args, write_reversal_task
 
 
 def test_targets_spread_each_link_over_the_pieces_of_its_words():
@@ -87,3 +92,33 @@ def test_guided_training_makes_the_guided_head_align(tmp_path):
     guided = _aer(*_trained(tmp_path, "guided", True))
     unguided = _aer(*_trained(tmp_path, "unguided", False))
     assert guided < 0.5 and guided < unguided - 0.3, (guided, unguided)
+
+
+@pytest.mark.parametrize(
+    "links, message",
+    [
+        ("0-0\n", r"train.align has 1 lines, but the training corpus has 40 pairs"),
+        ("0-0\n" * 39 + "0-99\n", r"train.align line 40: link 0-99 is out of range"),
+        ("0-0\n" * 39 + "0:0\n", r"train.align line 40: '0:0' is not a link"),
+    ],
+)
+def test_bad_links_stop_training_before_a_step_in_one_line(cli, tmp_path, links, message):
+    data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
+    (tmp_path / "train.align").write_text(links)
+    result = cli(*train_args(data, tmp_path / "run"), "--guided-alignment", tmp_path / "train.align")
+    assert result.code == 2 and re.search(message, result.err), result.err
+    assert len(result.err.strip().splitlines()) == 1 and not (tmp_path / "run" / "last.safetensors").exists()
+
+
+def test_a_guided_run_resumes_with_its_links(cli, tmp_path):
+    data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
+    lines = gzip.decompress((data / "train.en.gz").read_bytes()).decode().splitlines()
+    (tmp_path / "train.align").write_text("".join(f"0-0 {len(s.split()) - 1}-1\n" for s in lines))
+    run = tmp_path / "run"
+    first = cli(*train_args(data, run, steps=2), "--guided-alignment", tmp_path / "train.align")
+    assert first.code == 0, first.err
+    again = cli(*train_args(data, run, steps=4))  # the recipe, the links included, is the run's
+    assert again.code == 0, again.err
+    assert json.loads((run / "config.json").read_text())["train"]["guided_alignment"] == str(
+        tmp_path / "train.align"
+    )
