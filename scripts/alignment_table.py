@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 
 from scripts.common import REPO, cpu
-from seq2seq.align.api import align, head_scores
-from seq2seq.align.baseline import eflomal_links
-from seq2seq.align.methods import Method
-from seq2seq.align.pharaoh import read_links
-from seq2seq.align.score import score
-from seq2seq.align.words import split_words
+from seq2seq.alignment.api import align, head_scores
+from seq2seq.alignment.baseline import eflomal_links
+from seq2seq.alignment.methods import Method
+from seq2seq.alignment.pharaoh import read_links
+from seq2seq.alignment.score import score
+from seq2seq.alignment.words import split_words
 from seq2seq.data.corpus import load_pairs
 from seq2seq.training.checkpoint import load_run
 from seq2seq.training.resume import stored_languages, stored_train_config

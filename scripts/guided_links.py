@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from scripts.common import cpu
-from seq2seq.align.baseline import eflomal_links
-from seq2seq.align.pharaoh import Links
-from seq2seq.align.words import split_with_origin
+from seq2seq.alignment.baseline import eflomal_links
+from seq2seq.alignment.pharaoh import Links
+from seq2seq.alignment.words import split_with_origin
 from seq2seq.atomic import write_atomic
 from seq2seq.data.corpus import load_pairs
 

@@ -13,6 +13,8 @@ from importlib import import_module
 
 __version__ = "0.1.0"
 _PUBLIC = {  # name -> the module that defines it
+    "align": "seq2seq.alignment.api",
+    "Alignment": "seq2seq.alignment.api",
     "AttentionMaps": "seq2seq.decoding.attention",
     "attention": "seq2seq.decoding.attention",
     "attention_batch": "seq2seq.decoding.attention",

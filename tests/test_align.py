@@ -4,13 +4,13 @@ symmetrization, the gold set's tokenization, Shift-Att, and integrated gradients
 import numpy as np
 import pytest
 
-from seq2seq.align.attribution import attribution, log_probabilities
-from seq2seq.align.extract import extract, word_scores
-from seq2seq.align.methods import Method, piece_scores
-from seq2seq.align.pharaoh import Links, check_ranges, parse_line, read_links
-from seq2seq.align.score import score
-from seq2seq.align.symmetry import grow_diag_final_and
-from seq2seq.align.words import piece_words, split_with_origin, split_words
+from seq2seq.alignment.attribution import attribution, log_probabilities
+from seq2seq.alignment.extract import extract, word_scores
+from seq2seq.alignment.methods import Method, piece_scores
+from seq2seq.alignment.pharaoh import Links, check_ranges, parse_line, read_links
+from seq2seq.alignment.score import score
+from seq2seq.alignment.symmetry import grow_diag_final_and
+from seq2seq.alignment.words import piece_words, split_with_origin, split_words
 from seq2seq.data.special import EOS_ID
 from seq2seq.decoding.attention import attention
 from seq2seq.errors import Seq2SeqError

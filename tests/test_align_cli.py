@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from seq2seq.align.pharaoh import parse_line
+from seq2seq.alignment.pharaoh import parse_line
 from tests.conftest import EN, FR
 
 

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from seq2seq.align.api import align
+from seq2seq.alignment.api import align
 from seq2seq.decoding.attention import attention
 from seq2seq.training.checkpoint import load_run
 from tests.cli_helpers import run_cli

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from seq2seq.align.api import align
-from seq2seq.align.methods import Method
-from seq2seq.align.pharaoh import Links
-from seq2seq.align.score import score
+from seq2seq.alignment.api import align
+from seq2seq.alignment.methods import Method
+from seq2seq.alignment.pharaoh import Links
+from seq2seq.alignment.score import score
 from seq2seq.errors import Seq2SeqError
 from seq2seq.training.checkpoint import load_run
 from seq2seq.training.config import TrainConfig

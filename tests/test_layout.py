@@ -22,7 +22,7 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
     "evaluate": {"decoding", "models", "errors"},
     "views": {"views", "decoding.attention", "atomic", "errors"},
     # word alignment reads the model's attention and attribution, the views draw its links
-    "align": {"align", "decoding", "models", "data", "views", *SHARED},
+    "alignment": {"alignment", "decoding", "models", "data", "views", *SHARED},
     # guided alignment reads Pharaoh links and counts words as alignment does
     "training": {
         "training",
@@ -31,8 +31,8 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
         "decoding",
         "evaluate",
         "views.plots",
-        "align.pharaoh",
-        "align.words",
+        "alignment.pharaoh",
+        "alignment.words",
         *SHARED,
     },
     "export": {"export", "training", "models", "data", "decoding", "evaluate", *SHARED},

@@ -70,7 +70,7 @@ def align(
     device: str = DEVICE,
 ):
     """Word alignments, one Pharaoh line (i-j: source word i, target word j, from 0) per pair."""
-    from seq2seq.align.methods import Method
+    from seq2seq.alignment.methods import Method
 
     run = run_dir(run)
     outputs = Outputs(source, target, gold, run=run)
@@ -126,7 +126,7 @@ def align(
             lines = [_pharaoh(pair) for pair in links]
         write_lines(lines, output)
     if gold is not None:
-        from seq2seq.align.score import score
+        from seq2seq.alignment.score import score
 
         _print_scores({described: score(links, gold_links)}, as_json)
 
@@ -135,8 +135,8 @@ def _model(
     run, device, sources, targets, chosen, extract, threshold, beam, batch_size, gold_links, all_heads
 ):
     """(the model, its `Alignment`s), or with `all_heads` the table of every layer and head."""
-    from seq2seq.align.api import align as align_pairs
-    from seq2seq.align.api import head_scores
+    from seq2seq.alignment.api import align as align_pairs
+    from seq2seq.alignment.api import head_scores
     from seq2seq.decoding.options import DecodeOptions
     from seq2seq.training.checkpoint import load_run
 
@@ -154,8 +154,8 @@ def _model(
 def _draw(model, found, gold_links, chosen, png: Path | None, html: Path | None) -> None:
     """The pictures of every non-blank pair: the links over the attention, the attribution beside
     (the chosen method's, or integrated gradients beside an attention method)."""
-    from seq2seq.align import pictures
-    from seq2seq.align.attribution import attribution
+    from seq2seq.alignment import pictures
+    from seq2seq.alignment.attribution import attribution
     from seq2seq.cli.outputs import numbered
 
     steps = None if chosen.name == "gradxinput" else chosen.steps
@@ -174,8 +174,8 @@ def _draw(model, found, gold_links, chosen, png: Path | None, html: Path | None)
 
 
 def _eflomal(run: Path, data_dir, sources: list[str], targets: list[str]) -> list[set]:
-    from seq2seq.align.baseline import eflomal_links
-    from seq2seq.align.words import split_words
+    from seq2seq.alignment.baseline import eflomal_links
+    from seq2seq.alignment.words import split_words
     from seq2seq.data.corpus import load_pairs
     from seq2seq.training.resume import stored_languages
 
@@ -188,7 +188,7 @@ def _eflomal(run: Path, data_dir, sources: list[str], targets: list[str]) -> lis
 def _read_gold(gold: Path | None, n_pairs: int):
     if gold is None:
         return None
-    from seq2seq.align.pharaoh import read_links
+    from seq2seq.alignment.pharaoh import read_links
 
     links = read_links(gold)
     if len(links) != n_pairs:
@@ -198,7 +198,7 @@ def _read_gold(gold: Path | None, n_pairs: int):
 
 def _check_gold(gold, gold_links, source_words, target_words) -> None:
     if gold is not None:
-        from seq2seq.align.pharaoh import check_ranges
+        from seq2seq.alignment.pharaoh import check_ranges
 
         check_ranges(gold_links, [len(w) for w in source_words], [len(w) for w in target_words], gold)
 
@@ -208,7 +208,7 @@ def _check_gold_words(gold, gold_links, words) -> None:
 
 
 def _pharaoh(links: set) -> str:
-    from seq2seq.align.pharaoh import Links
+    from seq2seq.alignment.pharaoh import Links
 
     return Links.of(links).pharaoh()
 

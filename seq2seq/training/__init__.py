@@ -3,5 +3,5 @@ one step, torchrun data parallelism, the run directory's files (`checkpoint.py`)
 and typed training state (`resume.py`), and the lock that keeps one writer per run.
 
 May import: `seq2seq.models`, `seq2seq.data`, `seq2seq.decoding` (validation), `seq2seq.evaluate`,
-`seq2seq.views.plots` (the curves), `seq2seq.align.pharaoh` and `seq2seq.align.words` (guided
+`seq2seq.views.plots` (the curves), `seq2seq.alignment.pharaoh` and `seq2seq.alignment.words` (guided
 alignment's links and words), and the shared small modules."""

@@ -3,7 +3,7 @@ Models"; Marian's --guided-alignment): a cross-entropy term that pulls one cross
 of one decoder layer towards given word links of the training pairs, so that the attention the
 views draw becomes an aligner.
 
-Links are between words, whitespace tokens of the corpus lines (`align/words.py`: a piece that
+Links are between words, whitespace tokens of the corpus lines (`alignment/words.py`: a piece that
 starts with "▁" starts a word), and the model attends between pieces, so each target piece of a
 linked target word is pulled towards the pieces of the source words it links to, spread evenly:
 q(s | t) = 1 / (their count). A target piece with no link, and EOS, are not supervised. The term
@@ -19,8 +19,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from seq2seq.align.pharaoh import Links, check_ranges, read_links
-from seq2seq.align.words import WORD_START, word_index
+from seq2seq.alignment.pharaoh import Links, check_ranges, read_links
+from seq2seq.alignment.words import WORD_START, word_index
 from seq2seq.data.tokenized import TokenizedPairs
 from seq2seq.errors import Seq2SeqError
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from seq2seq.align.extract import extract, word_scores
-from seq2seq.align.methods import Method, all_heads, piece_scores
-from seq2seq.align.pharaoh import Link, Links
-from seq2seq.align.score import score
-from seq2seq.align.words import piece_words
+from seq2seq.alignment.extract import extract, word_scores
+from seq2seq.alignment.methods import Method, all_heads, piece_scores
+from seq2seq.alignment.pharaoh import Link, Links
+from seq2seq.alignment.score import score
+from seq2seq.alignment.words import piece_words
 from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.attention import AttentionMaps, attention_of
 from seq2seq.decoding.options import DecodeOptions
@@ -40,7 +40,7 @@ class Alignment:
 
     def _repr_html_(self) -> str:
         """In a notebook: the offline explorer of this pair with its links, inline."""
-        from seq2seq.align import pictures
+        from seq2seq.alignment import pictures
         from seq2seq.views.explorer import notebook
 
         if self.maps is None:

@@ -9,7 +9,7 @@ so a link that is only Possible costs nothing when found and nothing when missed
 
 from dataclasses import asdict, dataclass
 
-from seq2seq.align.pharaoh import Link, Links
+from seq2seq.alignment.pharaoh import Link, Links
 from seq2seq.errors import Seq2SeqError
 
 

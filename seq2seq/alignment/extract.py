@@ -15,7 +15,7 @@ Shapes: T target pieces, S source pieces (EOS excluded), n / m target / source w
 
 import numpy as np
 
-from seq2seq.align.pharaoh import Link
+from seq2seq.alignment.pharaoh import Link
 from seq2seq.errors import Seq2SeqError
 
 RULES = ("argmax", "threshold")

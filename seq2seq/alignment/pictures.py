@@ -4,9 +4,9 @@ pieces, so a link is drawn on every cell of its two words' pieces."""
 
 import numpy as np
 
-from seq2seq.align.api import Alignment
-from seq2seq.align.pharaoh import Link, Links
-from seq2seq.align.words import piece_words
+from seq2seq.alignment.api import Alignment
+from seq2seq.alignment.pharaoh import Link, Links
+from seq2seq.alignment.words import piece_words
 from seq2seq.views import explorer, plots
 
 

@@ -8,8 +8,8 @@ sampler from the system's entropy and takes no seed, so two runs differ slightly
 import tempfile
 from pathlib import Path
 
-from seq2seq.align.pharaoh import Links, parse_line
-from seq2seq.align.symmetry import grow_diag_final_and
+from seq2seq.alignment.pharaoh import Links, parse_line
+from seq2seq.alignment.symmetry import grow_diag_final_and
 from seq2seq.errors import Seq2SeqError
 
 INSTALL = "pip install 'seq2seq[align]'"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seq2seq.align.attribution import attribution
+from seq2seq.alignment.attribution import attribution
 from seq2seq.decoding.attention import AttentionMaps
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.protocol import Seq2SeqModel

@@ -3,7 +3,7 @@ Moses' and fast_align's `atools -c grow-diag-final-and` compute). Start from the
 directions agree on, grow into neighbouring links of either direction that cover a word still
 unaligned, then add the links of either direction whose two words are both unaligned."""
 
-from seq2seq.align.pharaoh import Link
+from seq2seq.alignment.pharaoh import Link
 
 NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
