@@ -1,9 +1,10 @@
 """The alignment table of docs/alignment.md: every method on the same gold pairs, in one run.
 
-The settings are chosen on the development half (the layer and head of the best attention map)
-and the figures reported on the test half: the last layer's mean cross-attention, the head chosen
-on dev, Shift-Att (of the last layer's mean, and of the chosen head), gradient x input,
-integrated gradients, and eflomal trained on the run's training pairs plus the pairs aligned.
+The settings are chosen on the development half (the layer, head and extraction rule of the best
+attention map) and the figures reported on the test half: the last layer's mean cross-attention,
+the settings chosen on dev, Shift-Att (of both), gradient x input, integrated gradients, the head
+guided alignment trained (for a run that used it), and eflomal trained on the run's training
+pairs plus the pairs aligned.
 
     python -m scripts.alignment_table --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
 """
@@ -32,13 +33,25 @@ def half(name: str, gold_dir: Path) -> tuple[list[str], list[str], list]:
     return read("en"), read("fr"), read_links(gold_dir / f"{name}.align")
 
 
-def best_head(model, tokenizer, dev) -> tuple[int, int | None, float]:
-    """The (layer, head) whose attention has the lowest AER on the development half."""
-    table = head_scores(model, tokenizer, *dev[:2], dev[2], shifted=False)
-    table.pop("words")
-    name, result = min(table.items(), key=lambda item: item[1].aer)
-    words = name.split()
-    return int(words[2]), None if words[3] == "mean" else int(words[4]), result.aer
+RULES = [("argmax", 0.5), ("intersect", 0.5)] + [("threshold", t) for t in (0.2, 0.3, 0.4, 0.5)]
+
+
+def best_head(model, tokenizer, dev) -> tuple[int, int | None, tuple[str, float], float]:
+    """The (layer, head, extraction rule) whose attention has the lowest AER on the development half."""
+    best = None
+    for rule, threshold in RULES:
+        table = head_scores(model, tokenizer, *dev[:2], dev[2], shifted=False, rule=rule, threshold=threshold)
+        table.pop("words")
+        for name, result in table.items():
+            if best is None or result.aer < best[3]:
+                words = name.split()
+                head = None if words[3] == "mean" else int(words[4])
+                best = (int(words[2]), head, (rule, threshold), result.aer)
+    return best
+
+
+def rule_name(rule: tuple[str, float]) -> str:
+    return f"threshold {rule[1]}" if rule[0] == "threshold" else rule[0]
 
 
 def main() -> None:
@@ -53,24 +66,28 @@ def main() -> None:
     print(cpu())
     model, tokenizer = load_run(args.run)
     dev, test = half("dev", args.gold_dir), half("test", args.gold_dir)
-    layer, head, dev_aer = best_head(model, tokenizer, dev)
-    print(f"chosen on dev: layer {layer}, head {head or 'mean'} (dev AER {dev_aer:.3f})")
-    methods = {
-        "attention, last layer, mean of heads": Method("attention"),
-        f"attention, layer {layer} head {head or 'mean'} (chosen on dev)": Method("attention", layer, head),
-        "Shift-Att, last layer, mean of heads": Method("shift"),
-        f"Shift-Att, layer {layer} head {head or 'mean'}": Method("shift", layer, head),
-        "gradient x input": Method("gradxinput"),
-        f"integrated gradients ({args.steps} steps)": Method("ig", steps=args.steps),
+    layer, head, rule, dev_aer = best_head(model, tokenizer, dev)
+    chosen = f"layer {layer} head {head or 'mean'}, {rule_name(rule)}"
+    print(f"chosen on dev: {chosen} (dev AER {dev_aer:.3f})")
+    argmax = ("argmax", 0.5)
+    methods = {  # name -> (method, extraction rule)
+        "attention, last layer, mean of heads, argmax": (Method("attention"), argmax),
+        f"attention, {chosen} (chosen on dev)": (Method("attention", layer, head), rule),
+        "Shift-Att, last layer, mean of heads, argmax": (Method("shift"), argmax),
+        f"Shift-Att, {chosen}": (Method("shift", layer, head), rule),
+        "gradient x input, argmax": (Method("gradxinput"), argmax),
+        f"integrated gradients ({args.steps} steps), argmax": (Method("ig", steps=args.steps), argmax),
     }
     recipe = stored_train_config(args.run)
     if recipe.guided_alignment is not None:  # the head that guided alignment trained
         guided = recipe.guided_layer or max(model.cfg.n_decoder_layers - 1, 1)
-        methods[f"attention, the guided head (layer {guided} head 1)"] = Method("attention", guided, 1)
+        for extraction in (argmax, rule):
+            name = f"attention, the guided head (layer {guided} head 1), {rule_name(extraction)}"
+            methods[name] = (Method("attention", guided, 1), extraction)
     rows = []
-    for name, method in methods.items():
+    for name, (method, (extraction, threshold)) in methods.items():
         start = time.perf_counter()
-        found = align(model, tokenizer, test[0], test[1], method)
+        found = align(model, tokenizer, test[0], test[1], method, extraction, threshold)
         rows.append((name, score([a.links for a in found], test[2]), time.perf_counter() - start))
     if not args.no_eflomal:
         corpus, src, tgt = stored_languages(args.run)

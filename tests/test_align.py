@@ -69,11 +69,15 @@ def test_pieces_merge_into_words_by_the_whitespace_mark():
     np.testing.assert_allclose(scores, [[0.3, 0.3], [0.6, 0.1]])
 
 
-def test_argmax_links_each_target_word_once_and_threshold_by_its_share():
+def test_argmax_links_each_target_word_once_intersect_both_ways_and_threshold_by_its_share():
     scores = np.array([[0.7, 0.2, 0.1], [0.1, 0.45, 0.45]])  # (2 target words, 3 source words)
     assert extract(scores, "argmax") == {(0, 0), (1, 1)}
     assert extract(scores, "threshold", 0.4) == {(0, 0), (1, 1), (2, 1)}
-    with pytest.raises(Seq2SeqError, match="--extract must be one of argmax, threshold"):
+    # source word 2's best target word is 1, whose best is source word 1 (the first of a tie): no link
+    assert extract(scores, "intersect") == {(0, 0), (1, 1)}
+    tie_free = np.array([[0.7, 0.2, 0.1], [0.6, 0.3, 0.1]])
+    assert extract(tie_free, "argmax") == {(0, 0), (0, 1)} and extract(tie_free, "intersect") == {(0, 0)}
+    with pytest.raises(Seq2SeqError, match="--extract must be one of argmax, intersect, threshold"):
         extract(scores, "best")
 
 

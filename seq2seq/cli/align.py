@@ -18,7 +18,8 @@ METHOD_HELP = (
     "(gradient x input over the source embeddings) or ig (integrated gradients, --steps)."
 )
 EXTRACT_HELP = (
-    "argmax: each target word linked to its highest-scoring source word; threshold: to every source "
+    "argmax: each target word linked to its highest-scoring source word; intersect: those argmax links "
+    "whose source word's highest-scoring target word is that word too; threshold: to every source "
     "word holding at least --threshold of the word's (positive) score. Scores of pieces are merged "
     "into words: the mean over the target word's pieces of the sum over the source word's."
 )
