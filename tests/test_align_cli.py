@@ -91,3 +91,16 @@ def test_bad_pairs_and_gold_are_one_line_errors_and_write_nothing(
 def test_all_heads_needs_gold_and_an_attention_method(cli, tiny_run, pairs):
     result = cli(*args(tiny_run[0], pairs, "--all-heads"))
     assert result.code == 2 and "--all-heads" in result.err
+
+
+def test_pictures_of_each_pair_with_its_links(cli, tiny_run, pairs):
+    pytest.importorskip("matplotlib")
+    png = pairs / "links.png"
+    result = cli(
+        *args(tiny_run[0], pairs, "--gold", pairs / "gold.txt", "--attention-png", png, "--steps", "2")
+    )
+    assert result.code == 0, result.err
+    for line in range(1, 5):
+        assert (pairs / f"links-{line}.png").read_bytes().startswith(b"\x89PNG")
+    refused = cli(*args(tiny_run[0], pairs, "--baseline", "eflomal", "--attention-png", png))
+    assert refused.code == 2 and "--attention-png" in refused.err
