@@ -210,6 +210,25 @@ def test_teacher_forced_weights_are_those_the_cached_steps_used(name):
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
+def test_a_training_pass_records_the_cross_attention_with_its_gradient(name):
+    """What guided alignment trains on: the weights `forward` records are the ones `attention`
+    returns, and a loss on them reaches the parameters."""
+    model, src, tgt = make(name, seed=3), sources(), targets(2, T=5)
+    record = AttentionRecord()
+    model.train()
+    model.set_dropout(0.0)  # the same pass as the eval one, so the weights can be compared
+    logits = model(src, tgt, None, record)
+    with torch.inference_mode():
+        expected = model.eval().attention(src, tgt)["cross"]
+    torch.testing.assert_close(torch.stack(record.cross, dim=1).detach(), expected)
+    pull = torch.rand(record.cross[-1][:, 0].shape, generator=torch.Generator().manual_seed(0))
+    (record.cross[-1][:, 0] * pull).sum().backward()  # rows sum to 1: a plain sum has no gradient
+    assert logits.shape[:2] == tgt.shape
+    assert all(p.grad is None or p.grad.isfinite().all() for p in model.parameters())
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
 def test_runs_under_bf16_autocast(name):
     model = make(name)
     with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16):
