@@ -186,7 +186,9 @@ def test_non_finite_loss_stops_and_keeps_last_checkpoint(tmp_path, monkeypatch):
     monkeypatch.setattr(
         Transformer,
         "forward",
-        lambda self, src, tgt, keep: torch.full((int(keep.sum()), self.cfg.vocab_size), float("nan")),
+        lambda self, src, tgt, keep, record=None: torch.full(
+            (int(keep.sum()), self.cfg.vocab_size), float("nan")
+        ),
     )
     with pytest.raises(Exception, match="loss became nan at step 3"):
         train(
