@@ -1,5 +1,6 @@
 """The readers of what users hand in, under generated input (hypothesis, seeded and bounded so it
-fits in CI): corpus files (plain, gzip, TSV, JSON lines through `datasets`), a run's config.json,
+fits in CI): corpus files (plain, gzip, TSV, JSON lines through `datasets`), Pharaoh and NAACL
+alignment files, a run's config.json,
 trainer state and metrics.jsonl, the tokenizer's encode and decode of any Unicode, and the
 server's request bodies. Every input either works or raises the project's one error type
 (`Seq2SeqError`; over HTTP a 4xx JSON error), never anything else.
@@ -235,3 +236,27 @@ def test_a_field_name_with_a_line_break_is_named_in_one_line(run, tmp_path):
     with pytest.raises(Seq2SeqError) as refused:
         stored_train_config(copy)
     assert "does not know: '\\n0'" in str(refused.value) and "\n" not in str(refused.value)
+
+
+LINKS = st.lists(
+    st.tuples(st.integers(0, 12), st.sampled_from("-?p:x "), st.integers(0, 12)).map(
+        lambda t: f"{t[0]}{t[1]}{t[2]}"
+    ),
+    max_size=6,
+).map(" ".join)
+ALIGNMENT_FILES = st.lists(LINKS | LINE, max_size=6).map("\n".join).map(str.encode) | st.binary(max_size=200)
+
+
+@fuzzed(150)
+@given(data=ALIGNMENT_FILES)
+def test_alignment_files_are_read_or_refused_in_one_line(data):
+    """Pharaoh and NAACL gold files (`align --gold`, `train --guided-alignment`): links within
+    range of a pair of 5 + 5 words are kept, anything else is one error naming the file."""
+    from seq2seq.alignment.pharaoh import check_ranges, read_links
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = written(Path(tmp), "gold.align", data)
+        links = works_or_one_error(lambda: read_links(path))
+        if links is not None:
+            assert all(link.sure <= link.possible for link in links)
+            works_or_one_error(lambda: check_ranges(links, [5] * len(links), [5] * len(links), path))
