@@ -16,12 +16,10 @@ from pathlib import Path
 
 from scripts.common import REPO, cpu
 from seq2seq.alignment.api import align, head_scores
-from seq2seq.alignment.baseline import eflomal_links
+from seq2seq.alignment.baseline import eflomal_with_corpus
 from seq2seq.alignment.methods import Method
 from seq2seq.alignment.pharaoh import read_links
 from seq2seq.alignment.score import score
-from seq2seq.alignment.words import split_words
-from seq2seq.data.corpus import load_pairs
 from seq2seq.training.checkpoint import load_run
 from seq2seq.training.resume import stored_languages, stored_train_config
 
@@ -40,13 +38,12 @@ def best_head(model, tokenizer, dev) -> tuple[int, int | None, tuple[str, float]
     """The (layer, head, extraction rule) whose attention has the lowest AER on the development half."""
     best = None
     for rule, threshold in RULES:
-        table = head_scores(model, tokenizer, *dev[:2], dev[2], shifted=False, rule=rule, threshold=threshold)
-        table.pop("words")
-        for name, result in table.items():
+        table, _ = head_scores(
+            model, tokenizer, *dev[:2], dev[2], shifted=False, rule=rule, threshold=threshold
+        )
+        for (layer, head), result in table.items():
             if best is None or result.aer < best[3]:
-                words = name.split()
-                head = None if words[3] == "mean" else int(words[4])
-                best = (int(words[2]), head, (rule, threshold), result.aer)
+                best = (layer, head, (rule, threshold), result.aer)
     return best
 
 
@@ -90,13 +87,10 @@ def main() -> None:
         found = align(model, tokenizer, test[0], test[1], method, extraction, threshold)
         rows.append((name, score([a.links for a in found], test[2]), time.perf_counter() - start))
     if not args.no_eflomal:
-        corpus, src, tgt = stored_languages(args.run)
         start = time.perf_counter()
-        pairs = load_pairs(corpus, "train", src, tgt, args.data_dir)
-        extra = [(" ".join(split_words(s, src)), " ".join(split_words(t, tgt))) for s, t in pairs]
-        links = [x.sure for x in eflomal_links(test[0], test[1], extra)]
-        name = f"eflomal ({len(pairs)} training pairs + these)"
-        rows.append((name, score(links, test[2]), time.perf_counter() - start))
+        links, n_train = eflomal_with_corpus(test[0], test[1], *stored_languages(args.run), args.data_dir)
+        name = f"eflomal ({n_train} training pairs + these)"
+        rows.append((name, score([x.sure for x in links], test[2]), time.perf_counter() - start))
     width = max(len(name) for name, _, _ in rows)
     print(f"test half, {len(test[0])} pairs")
     print(f"{'method':<{width}}  precision  recall    AER  seconds")

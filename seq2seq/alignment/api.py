@@ -5,19 +5,19 @@ attribution, for given translations (forced through the decoder) or for the mode
 >>> result[0].pharaoh()  # "0-0 1-1 2-2 3-3": source word first, 0-based
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from seq2seq.alignment.extract import extract, word_scores
 from seq2seq.alignment.methods import Method, all_heads, piece_scores
 from seq2seq.alignment.pharaoh import Link, Links
-from seq2seq.alignment.score import score
+from seq2seq.alignment.score import AlignmentScore, score
 from seq2seq.alignment.words import piece_words
 from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.attention import AttentionMaps, attention_of
 from seq2seq.decoding.options import DecodeOptions
-from seq2seq.decoding.search import source_ids, translate
+from seq2seq.decoding.search import fit_sources, translate
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.protocol import Seq2SeqModel
 
@@ -33,7 +33,8 @@ class Alignment:
     method: str  # what the scores are, in words
     maps: AttentionMaps | None = None  # the pair's attention (None for a blank line)
     ids: tuple[list[int], list[int]] = ([], [])  # source ids (EOS included), output ids (no EOS)
-    gold: Links | None = field(default=None, repr=False)  # set by whoever scores against gold
+    # (S,) and (T,) the word of each source and output piece (EOS excluded)
+    words_of_pieces: tuple[np.ndarray, np.ndarray] = (np.zeros(0, dtype=np.int64),) * 2
 
     def pharaoh(self) -> str:
         return Links.of(self.links).pharaoh()
@@ -45,8 +46,9 @@ class Alignment:
 
         if self.maps is None:
             return "<p>(a blank line: nothing to align)</p>"
-        gold = pictures.sentence(self, gold=self.gold)
-        return notebook(pictures.page([gold], f"{self.method}: {self.pharaoh() or 'no links'}"))
+        return notebook(
+            pictures.page([pictures.sentence(self)], f"{self.method}: {self.pharaoh() or 'no links'}")
+        )
 
 
 def align(
@@ -78,9 +80,8 @@ def align(
     else:
         result = translate(model, tokenizer, texts, options)
         outputs, out_ids = result.best, result.tokens
-    src_ids, _ = source_ids(model, tokenizer, texts)
-    cut = [len(ids) > model.cfg.max_positions - 1 for ids in tokenizer.encode(texts)]
-    maps = attention_of(model, tokenizer, texts, outputs, out_ids, options.batch_size)
+    src_ids, cut = fit_sources(model, tokenizer.encode(texts))
+    maps = attention_of(model, tokenizer, texts, outputs, out_ids, options.batch_size, src_ids)
     found = {
         i: _one(method, rule, threshold, model, m, s, t, i + 1, c)
         for i, m, s, t, c in zip(todo, maps, src_ids, out_ids, cut, strict=True)
@@ -108,6 +109,7 @@ def _one(method, rule, threshold, model, maps: AttentionMaps, src, tgt, number: 
         method.describe(maps),
         maps,
         (src, tgt),
+        (sw, tw),
     )
 
 
@@ -134,22 +136,33 @@ def head_scores(
     rule: str = "argmax",
     threshold: float = 0.5,
     options: DecodeOptions | None = None,
-) -> dict:
-    """{"layer L head H" (or "mean of heads"): AlignmentScore} of every layer and head's attention
-    (shifted or not) against `gold`, and "words": each pair's (source words, target words)."""
-    name = "shift" if shifted else "attention"
-    first = align(model, tokenizer, sources, targets, Method(name), rule, threshold, options)
-    found: dict[str, list[set[Link]]] = {}
+) -> tuple[dict[tuple[int, int | None], AlignmentScore], list[Alignment]]:
+    """{(layer, head, None for the mean of heads): AlignmentScore} of every layer and head's
+    attention (shifted or not) against `gold`, and the pairs' alignments (their words)."""
+    first = align(
+        model,
+        tokenizer,
+        sources,
+        targets,
+        Method("shift" if shifted else "attention"),
+        rule,
+        threshold,
+        options,
+    )
+    found: dict[tuple[int, int | None], list[set[Link]]] = {}
     for number, a in enumerate(first, start=1):
         if a.maps is None:  # a blank pair: no links in any head
             for links in found.values():
                 links.append(set())
             continue
-        sw, tw = pair_words(a.maps, number, cut=True)
-        for (layer, head), pieces in all_heads(a.maps, shifted).items():
-            key = f"{name} layer {layer} " + ("mean of heads" if head is None else f"head {head}")
-            found.setdefault(key, [set()] * (number - 1)).append(
-                extract(word_scores(pieces, sw, tw), rule, threshold)
-            )
-    table = {key: score(links, gold) for key, links in found.items()}
-    return {**table, "words": [(a.source_words, a.target_words) for a in first]}
+        for key, pieces in all_heads(a.maps, shifted).items():
+            links = extract(word_scores(pieces, *a.words_of_pieces), rule, threshold)
+            found.setdefault(key, [set()] * (number - 1)).append(links)
+    return {key: score(links, gold) for key, links in found.items()}, first
+
+
+def head_name(shifted: bool, layer: int, head: int | None) -> str:
+    """How a row of the heads table is named: "attention layer 2 head 1", "... mean of heads"."""
+    return f"{'shift' if shifted else 'attention'} layer {layer} " + (
+        "mean of heads" if head is None else f"head {head}"
+    )

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from seq2seq.alignment.pharaoh import Links, parse_line
 from seq2seq.alignment.symmetry import grow_diag_final_and
+from seq2seq.alignment.words import split_words
+from seq2seq.data.corpus import load_pairs
 from seq2seq.errors import Seq2SeqError
 
 INSTALL = "pip install 'seq2seq[align]'"
@@ -29,6 +31,16 @@ def eflomal_links(sources: list[str], targets: list[str], extra: list[tuple[str,
         eflomal.Aligner().align(src, tgt, links_filename_fwd=str(forward), links_filename_rev=str(reverse))
         pairs = zip(_read(forward)[: len(sources)], _read(reverse)[: len(sources)], strict=True)
     return [Links.of(grow_diag_final_and(f, r)) for f, r in pairs]
+
+
+def eflomal_with_corpus(
+    sources: list[str], targets: list[str], corpus: str, src: str, tgt: str, data_dir=None
+) -> tuple[list[Links], int]:
+    """`eflomal_links` trained also on a corpus's training pairs, split as the shipped gold set is
+    (`split_words`), and how many training pairs that was."""
+    pairs = load_pairs(corpus, "train", src, tgt, data_dir)
+    extra = [(" ".join(split_words(s, src)), " ".join(split_words(t, tgt))) for s, t in pairs]
+    return eflomal_links(sources, targets, extra), len(pairs)
 
 
 def _read(path: Path) -> list[set]:

@@ -6,13 +6,12 @@ import numpy as np
 
 from seq2seq.alignment.api import Alignment
 from seq2seq.alignment.pharaoh import Link, Links
-from seq2seq.alignment.words import piece_words
 from seq2seq.views import explorer, plots
 
 
-def cells(links: set[Link], maps) -> list[tuple[int, int]]:
+def cells(links: set[Link], a: Alignment) -> list[tuple[int, int]]:
     """(row, col) map cells of the pieces of each link's words, in order."""
-    sw, tw = piece_words(maps.source[:-1]), piece_words(maps.target[:-1])
+    sw, tw = a.words_of_pieces
     return sorted(
         (int(r), int(c)) for i, j in links for r in np.flatnonzero(tw == j) for c in np.flatnonzero(sw == i)
     )
@@ -20,20 +19,20 @@ def cells(links: set[Link], maps) -> list[tuple[int, int]]:
 
 def png(a: Alignment, layer: int | None, head: int | None, gold: Links | None = None, attribution=None):
     """`plots.alignment_png` of one pair; `attribution` (T + 1, S + 1) drawn beside when given."""
-    sure = cells(gold.sure, a.maps) if gold else []
-    possible = cells(gold.possible - gold.sure, a.maps) if gold else []
-    return plots.alignment_png(a.maps, layer, head, cells(a.links, a.maps), sure, possible, attribution)
+    sure = cells(gold.sure, a) if gold else []
+    possible = cells(gold.possible - gold.sure, a) if gold else []
+    return plots.alignment_png(a.maps, layer, head, cells(a.links, a), sure, possible, attribution)
 
 
 def sentence(a: Alignment, line: int | None = None, gold: Links | None = None, attribution=None) -> str:
     """One pair for an explorer page: its maps, each piece's word, the links, the gold and the
     attribution map (positive part, each row over its largest), as `explorer.escaped_json`."""
     data = explorer.maps_json(a.maps, line)
-    words = lambda pieces: [*piece_words(pieces[:-1]).tolist(), -1]  # noqa: E731  EOS: no word
+    sw, tw = a.words_of_pieces
     data["alignment"] = {
         "method": a.method,
-        "source_words": words(a.maps.source),
-        "target_words": words(a.maps.target),
+        "source_words": [*sw.tolist(), -1],  # EOS: no word
+        "target_words": [*tw.tolist(), -1],
         "links": sorted(a.links),
         "sure": sorted(gold.sure) if gold else [],
         "possible": sorted(gold.possible - gold.sure) if gold else [],

@@ -50,7 +50,12 @@ def _split_apostrophe(token: str, lang: str) -> list[str]:
 
 def piece_words(pieces: list[str]) -> np.ndarray:
     """(pieces,) the word each SentencePiece piece belongs to: the merge rule of `align`."""
-    return word_index(np.array([p.startswith(WORD_START) for p in pieces], dtype=bool))
+    return word_index(word_starts(pieces))
+
+
+def word_starts(pieces: list[str]) -> np.ndarray:
+    """(pieces,) bool: which pieces start a word (carry SentencePiece's mark)."""
+    return np.array([p.startswith(WORD_START) for p in pieces], dtype=bool)
 
 
 def word_index(starts: np.ndarray) -> np.ndarray:

@@ -107,15 +107,21 @@ def align(
         links, described = _eflomal(run, data_dir, sources, targets), "eflomal (grow-diag-final-and)"
         _check_gold(gold, gold_links, [s.split() for s in sources], [t.split() for t in targets])
     else:
-        found = _model(
-            run, device, sources, targets, chosen, extract, threshold, beam, batch_size, gold_links, all_heads
-        )
+        from seq2seq.alignment.api import align as align_pairs
+        from seq2seq.alignment.api import head_name, head_scores
+
+        model, tokenizer, options = _load(run, device, beam, batch_size)
         if all_heads:
-            _check_gold_words(gold, gold_links, found.pop("words"))
-            _print_scores(found, as_json)
-            return
-        model, found = found
+            shifted = chosen.name == "shift"
+            table, found = head_scores(
+                model, tokenizer, sources, targets, gold_links, shifted, extract, threshold, options
+            )
+        else:
+            found = align_pairs(model, tokenizer, sources, targets, chosen, extract, threshold, options)
         _check_gold(gold, gold_links, [a.source_words for a in found], [a.target_words for a in found])
+        if all_heads:
+            _print_scores({head_name(shifted, *key): result for key, result in table.items()}, as_json)
+            return
         links = [a.links for a in found]
         described = found[0].method if found else chosen.describe()
         if pictures:
@@ -132,24 +138,14 @@ def align(
         _print_scores({described: score(links, gold_links)}, as_json)
 
 
-def _model(
-    run, device, sources, targets, chosen, extract, threshold, beam, batch_size, gold_links, all_heads
-):
-    """(the model, its `Alignment`s), or with `all_heads` the table of every layer and head."""
-    from seq2seq.alignment.api import align as align_pairs
-    from seq2seq.alignment.api import head_scores
+def _load(run, device, beam: int, batch_size: int):
+    """The run's model and tokenizer, and the decode options of a source-only alignment."""
     from seq2seq.decoding.options import DecodeOptions
     from seq2seq.training.checkpoint import load_run
 
-    model, tokenizer = load_run(run, device)
     options = DecodeOptions(beam=beam, batch_size=batch_size)
     options.check()
-    if all_heads:
-        shifted = chosen.name == "shift"
-        return head_scores(
-            model, tokenizer, sources, targets, gold_links, shifted, extract, threshold, options
-        )
-    return model, align_pairs(model, tokenizer, sources, targets, chosen, extract, threshold, options)
+    return *load_run(run, device), options
 
 
 def _draw(model, found, gold_links, chosen, png: Path | None, html: Path | None) -> None:
@@ -175,15 +171,11 @@ def _draw(model, found, gold_links, chosen, png: Path | None, html: Path | None)
 
 
 def _eflomal(run: Path, data_dir, sources: list[str], targets: list[str]) -> list[set]:
-    from seq2seq.alignment.baseline import eflomal_links
-    from seq2seq.alignment.words import split_words
-    from seq2seq.data.corpus import load_pairs
+    from seq2seq.alignment.baseline import eflomal_with_corpus
     from seq2seq.training.resume import stored_languages
 
-    corpus, src, tgt = stored_languages(run)
-    pairs = load_pairs(corpus, "train", src, tgt, data_dir)
-    extra = [(" ".join(split_words(s, src)), " ".join(split_words(t, tgt))) for s, t in pairs]
-    return [links.sure for links in eflomal_links(sources, targets, extra)]
+    links, _ = eflomal_with_corpus(sources, targets, *stored_languages(run), data_dir)
+    return [pair.sure for pair in links]
 
 
 def _read_gold(gold: Path | None, n_pairs: int):
@@ -202,10 +194,6 @@ def _check_gold(gold, gold_links, source_words, target_words) -> None:
         from seq2seq.alignment.pharaoh import check_ranges
 
         check_ranges(gold_links, [len(w) for w in source_words], [len(w) for w in target_words], gold)
-
-
-def _check_gold_words(gold, gold_links, words) -> None:
-    _check_gold(gold, gold_links, [w[0] for w in words], [w[1] for w in words])
 
 
 def _pharaoh(links: set) -> str:

@@ -116,10 +116,13 @@ def attention_of(
     translations: list[str],
     targets: list[list[int]],
     batch_size: int = 64,
+    src_ids: list[list[int]] | None = None,
 ) -> list[AttentionMaps]:
-    """The maps of given output ids (EOS excluded), e.g. the hypotheses a search chose."""
+    """The maps of given output ids (EOS excluded), e.g. the hypotheses a search chose; `src_ids`:
+    the sources as `source_ids` gives them, where the caller has them already."""
     targets = [t[: model.cfg.max_positions - 1] for t in targets]  # room for BOS
-    src_ids, _ = source_ids(model, tokenizer, sources)
+    if src_ids is None:
+        src_ids, _ = source_ids(model, tokenizer, sources)
     pieces = tokenizer.id_pieces
     maps = []
     for start in range(0, len(sources), batch_size):

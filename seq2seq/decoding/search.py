@@ -77,10 +77,14 @@ def search_in_batches(
 def source_ids(model: Seq2SeqModel, tokenizer, lines: list[str]) -> tuple[list[list[int]], int]:
     """Each line's piece ids cut to the model's longest source and ended with EOS, and how many
     lines were cut."""
+    ids, cut = fit_sources(model, tokenizer.encode(lines))
+    return ids, sum(cut)
+
+
+def fit_sources(model: Seq2SeqModel, ids: list[list[int]]) -> tuple[list[list[int]], list[bool]]:
+    """`source_ids` of encoded lines, with whether each line was cut."""
     max_src = model.cfg.max_positions - 1  # room for EOS
-    ids = tokenizer.encode(lines)
-    truncated = sum(len(x) > max_src for x in ids)
-    return [[*x[:max_src], EOS_ID] for x in ids], truncated
+    return [[*x[:max_src], EOS_ID] for x in ids], [len(x) > max_src for x in ids]
 
 
 def search(model: Seq2SeqModel, src: Tensor, options: DecodeOptions) -> list[list[Hypothesis]]:

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from seq2seq.alignment.pharaoh import Links, check_ranges, read_links
-from seq2seq.alignment.words import WORD_START, word_index
+from seq2seq.alignment.words import word_index, word_starts
 from seq2seq.data.tokenized import TokenizedPairs
 from seq2seq.errors import Seq2SeqError
 
@@ -94,8 +94,7 @@ def guide_of(config, train_set: TokenizedPairs, tokenizer) -> Guide | None:
     if config.guided_alignment is None:
         return None
     path = Path(config.guided_alignment)
-    pieces = tokenizer.id_pieces(list(range(tokenizer.vocab_size)))
-    starts = np.array([p.startswith(WORD_START) for p in pieces], dtype=bool)
+    starts = word_starts(tokenizer.id_pieces(list(range(tokenizer.vocab_size))))
     guide = Guide(read_links(path), starts, config.guided_layer, config.guided_weight)
     guide.check(train_set, path)
     return guide
