@@ -4,17 +4,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from seq2seq.data.batch import pad
+from seq2seq.data.special import EOS_ID
 from seq2seq.decoding.beams import best_continuations, block_size, parent_slots
-from seq2seq.decoding.search import (
-    EOS_ID,
-    DecodeOptions,
-    beam_search,
-    max_lengths,
-    pad,
-    penalty,
-    search,
-    translate,
-)
+from seq2seq.decoding.penalty import penalty
+from seq2seq.decoding.search import DecodeOptions, beam_search, max_lengths, search, translate
 from seq2seq.errors import Seq2SeqError
 from tests.conftest import EN, caption_tokenizer, tiny_model
 

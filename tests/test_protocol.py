@@ -86,6 +86,22 @@ def test_steps_reproduce_the_teacher_forced_pass(name, use_cache):
     torch.testing.assert_close(steps, full, atol=tolerance(name), rtol=tolerance(name))
 
 
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_positions_at_once_are_steps_one_by_one(name, use_cache):
+    """What a forced prefix fills the cache with: `decode_steps` over P positions gives each
+    position's logits as P `decode_step`s would, from an empty cache and after steps, and leaves
+    the cache where the steps leave it (the next step agrees)."""
+    model, src, tgt = make(name), sources(), targets(3)
+    with torch.inference_mode():
+        memory, src_mask = model.encode(src)
+        one, many = (model.init_cache(memory, src_mask, tgt.size(1), use_cache) for _ in range(2))
+        by_step = torch.stack([model.decode_step(tgt[:, t], one) for t in range(tgt.size(1))], 1)
+        at_once = torch.cat([model.decode_steps(tgt[:, :4], many), model.decode_steps(tgt[:, 4:6], many)], 1)
+        last = model.decode_step(tgt[:, 6], many)
+    torch.testing.assert_close(at_once, by_step[:, :6], atol=tolerance(name), rtol=tolerance(name))
+    torch.testing.assert_close(last, by_step[:, 6], atol=tolerance(name), rtol=tolerance(name))
+
+
 def test_kept_positions_are_the_full_passes_rows(name):
     """What training asks for: the logits of the real target positions alone, and their loss."""
     model, src, tgt = make(name), sources(), targets(4)

@@ -89,6 +89,21 @@ BEAM, NBEST, LENGTH_PENALTY, MIN_LEN, MAX_LEN, CACHE, BATCH_SIZE, BF16 = map(
     ("beam", "nbest", "length_penalty", "min_len", "max_len", "use_cache", "batch_size", "bf16"),
 )
 GREEDY = typer.Option(False, "--greedy", help="Greedy search (same as --beam 1).")
+SAMPLING = ("sample", "temperature", "top_k", "top_p", "epsilon", "num_samples", "seed")
+
+
+def decode_parameters(names: tuple[str, ...]) -> list[inspect.Parameter]:
+    """A keyword parameter for each DecodeOptions field of `names` (`decode_option`): the options a
+    command takes as `**options` and passes into DecodeOptions whole."""
+    hints = typing.get_type_hints(DecodeOptions)
+    return [
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=decode_option(name), annotation=hints[name]
+        )
+        for name in names
+    ]
+
+
 DEVICE = decode_option("device", TrainConfig)  # the device a run trains on is the one it decodes on
 
 

@@ -22,16 +22,21 @@ from seq2seq.cli.options import (
     NBEST,
     QUANTIZE,
     RUN,
+    SAMPLING,
     check_precision,
+    decode_parameters,
     run_dir,
+    with_parameters,
 )
 from seq2seq.cli.outputs import LineWriter, Outputs, numbered, write_file
+from seq2seq.cli.steer import TraceFile, check_count, prefix_lines
 
 GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
 PAGE_MB = 50  # an --attention-html page past this many MB gets a notice: browsers grow slow to open it
 
 
 def translate(
+    ctx: typer.Context,
     text: list[str] | None = typer.Argument(
         None, metavar="TEXT...", help="Sentences; none: read --input or stdin."
     ),
@@ -62,6 +67,14 @@ def translate(
     ),
     layer: int | None = typer.Option(None, "--layer", help="Layer of the maps, from 1 [default: last]."),
     head: int | None = typer.Option(None, "--head", help="Head of the maps, from 1 [default: their mean]."),
+    prefix: str | None = typer.Option(None, "--prefix", help="Every translation starts with TEXT's pieces."),
+    prefix_file: Path | None = typer.Option(
+        None, "--prefix-file", help="One prefix a line of input (an empty line: none)."
+    ),
+    beam_trace: Path | None = typer.Option(
+        None, "--beam-trace", help="Write each line's beam (kept, finished, pruned) to FILE as JSON lines."
+    ),
+    **sampling,
 ):
     """Translate sentences: exactly one output line per input line, in order. From a terminal with
     no TEXT or --input: a prompt, a translation per line entered (an empty line or Ctrl-D ends)."""
@@ -69,11 +82,12 @@ def translate(
     from seq2seq.training.checkpoint import load_run
 
     run = run_dir(run)
-    outputs = Outputs(input, run=run, stdin=input is None and not text)
+    outputs = Outputs(input, prefix_file, run=run, stdin=input is None and not text)
     for flag, path in (
         ("--output", output),
         ("--attention-png", attention_png),
         ("--attention-html", attention_html),
+        ("--beam-trace", beam_trace),
     ):
         outputs.claim(flag, path)
     views = Views(show_attention, attention_png, layer, head, attention_html, run, outputs)
@@ -84,8 +98,11 @@ def translate(
         from seq2seq.views import plots
 
         plots.require()
+    if sampling["sample"] and ctx.get_parameter_source("beam").name != "COMMANDLINE":
+        beam = 1  # the default beam is search's; sampling draws one row at a time
     options = DecodeOptions(
         beam=1 if greedy else beam,
+        **sampling,
         nbest=nbest,
         length_penalty=length_penalty,
         min_len=min_len,
@@ -96,7 +113,14 @@ def translate(
     )
     options.check()
     check_precision(quantize, bf16)
+    if beam_trace is not None and options.sample:
+        raise typer.BadParameter("records beam search; --sample has no beam", param_hint="--beam-trace")
     texts = arguments(text) if text else None
+    prefixes = prefix_lines(prefix, prefix_file)
+    if prefixes is not None:  # read the input whole: the two must pair up before anything is written
+        texts = texts or [line for group in line_groups(input, 1 << 16) for line in group]
+        check_count(prefixes, len(texts), prefix_file)
+    steer = Steer(prefix, prefixes, TraceFile(beam_trace))
     live = texts is None and input is None and stdin_is_terminal()
     progress = output is not None and not live
     total = len(texts) if texts else count_lines(input) if input and progress else None
@@ -112,7 +136,7 @@ def translate(
         with display.line_progress(progress, total) as advance:
             try:
                 for group in groups:
-                    translate_group(model, tokenizer, group, done + 1, writer, options, views)
+                    translate_group(model, tokenizer, group, done + 1, writer, options, views, steer)
                     done += len(group)
                     advance(len(group))
             except KeyboardInterrupt:
@@ -120,14 +144,32 @@ def translate(
                     raise
                 display.prompt("\n")  # Ctrl-C is one way to leave a live session, not an error
         views.finish()
+        steer.trace.finish()
 
 
-def translate_group(model, tokenizer, lines, first, writer, options, views) -> None:
+with_parameters(translate, decode_parameters(SAMPLING))
+
+
+class Steer:
+    """The prefixes of the lines (--prefix: one for all; --prefix-file: one each) and the trace file."""
+
+    def __init__(self, prefix: str | None, prefixes: list[str] | None, trace: TraceFile):
+        self.prefix, self.prefixes, self.trace = prefix, prefixes, trace
+
+    def of(self, first: int, count: int) -> list[str] | None:
+        if self.prefixes is not None:
+            return self.prefixes[first - 1 : first - 1 + count]
+        return None if self.prefix is None else [self.prefix] * count
+
+
+def translate_group(model, tokenizer, lines, first, writer, options, views, steer) -> None:
     """Translate lines (the first is line `first` of the input), write them, then show or draw
     their attention."""
     from seq2seq.decoding.search import translate as translate_lines
 
-    result = translate_lines(model, tokenizer, lines, options)
+    prefixes = steer.of(first, len(lines))
+    traced = steer.trace.path is not None
+    result = translate_lines(model, tokenizer, lines, options, prefixes, traced)
     if result.truncated:
         display.warn(
             f"{result.truncated} of lines {first}-{first + len(lines) - 1} were longer than the model's "
@@ -140,7 +182,10 @@ def translate_group(model, tokenizer, lines, first, writer, options, views) -> N
         maps = maps_of_translations(model, tokenizer, lines, result, options.batch_size)
         if maps:  # a bad --layer/--head is refused before anything of this group is written
             check_choice(next(iter(maps.values())), views.layer, views.head)
-    if options.nbest > 1:  # a blank line is not translated: its one entry is the empty line, score 0
+    if traced:
+        steer.trace.add(tokenizer, first, lines, prefixes, result.traces)
+    # a blank line is not translated: its one entry is the empty line, score 0
+    if options.nbest > 1 or options.num_samples > 1:
         out = [
             f"{first - 1 + i} ||| {one_line(t)} ||| {s:.4f}"
             for i, hyps in enumerate(result.nbest)

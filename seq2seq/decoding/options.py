@@ -1,11 +1,14 @@
 """How to decode: `DecodeOptions`, the one declaration of the decoding options (no torch here, so
 the command line can build its options from it without loading the model's libraries)."""
 
+import math
 from dataclasses import dataclass
 
 from seq2seq.decoding.penalty import MAX_LENGTH_PENALTY, check_length_penalty
 from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import option
+
+MAX_SAMPLES = 64  # samples per line at most: each is a decoded row
 
 
 @dataclass
@@ -32,6 +35,21 @@ class DecodeOptions:
         True, "Keep each step's keys and values, or recompute the prefix.", flag="--cache/--no-cache"
     )
     batch_size: int = option(64, "Sentences decoded together.", 1, None)
+    sample: bool = option(
+        False,
+        "Draw each next piece from the model's distribution instead of searching (greedy rows, no beam).",
+        flag="--sample",
+    )
+    temperature: float = option(1.0, "Sampling: divide the logits by T (> 0; below 1 sharper).", 0.0, None)
+    top_k: int | None = option(None, "Sampling: only the K most likely pieces.", 1, None)
+    top_p: float = option(1.0, "Sampling: the fewest pieces holding P of the mass (0 < P <= 1).", 0.0, 1.0)
+    epsilon: float = option(0.0, "Sampling: leave out pieces below this probability (0 <= E < 1).", 0.0, 1.0)
+    num_samples: int = option(
+        1, f"Sampling: samples per line (at most {MAX_SAMPLES}), best first as with --nbest.", 1, MAX_SAMPLES
+    )
+    seed: int | None = option(
+        None, "Sampling: the seed; the same seed gives the same samples, batched or alone.", 0, None
+    )
     # the rule training uses
     bf16: bool = option(
         False, "bf16 autocast where it runs faster than fp32 (CUDA; a CPU is measured).", flag="--bf16"
@@ -50,6 +68,27 @@ class DecodeOptions:
         if self.batch_size < 1:
             raise Seq2SeqError(f"batch size must be at least 1, got {self.batch_size}")
         check_length_penalty(self.length_penalty)
+        self.check_sampling()
+
+    def check_sampling(self) -> None:
+        if not math.isfinite(self.temperature) or self.temperature <= 0:
+            raise Seq2SeqError(f"temperature must be a finite number above 0, got {self.temperature}")
+        if not (math.isfinite(self.top_p) and 0 < self.top_p <= 1):
+            raise Seq2SeqError(f"top-p must be above 0 and at most 1, got {self.top_p}")
+        if not (math.isfinite(self.epsilon) and 0 <= self.epsilon < 1):
+            raise Seq2SeqError(f"epsilon must be at least 0 and below 1, got {self.epsilon}")
+        if self.top_k is not None and self.top_k < 1:
+            raise Seq2SeqError(f"top-k must be at least 1, got {self.top_k}")
+        if not 1 <= self.num_samples <= MAX_SAMPLES:
+            raise Seq2SeqError(f"num-samples must be between 1 and {MAX_SAMPLES}, got {self.num_samples}")
+        if self.seed is not None and not 0 <= self.seed < 2**63:
+            raise Seq2SeqError(f"seed must be between 0 and 2**63 - 1, got {self.seed}")
+        if not self.sample:
+            return
+        if self.beam > 1:
+            raise Seq2SeqError(f"--sample draws one piece at a time; it takes no beam (got {self.beam})")
+        if self.nbest > 1:
+            raise Seq2SeqError("--sample gives --num-samples hypotheses a line, not --nbest")
 
 
 GREEDY = DecodeOptions(beam=1)

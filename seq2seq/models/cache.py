@@ -29,12 +29,17 @@ class DecoderCache:
         self.layers = layer_views(self_kv)
 
     def append_self_kv(self, layer: int, q: Tensor, k: Tensor, v: Tensor):
-        """Store this step's (B, H, 1, Dh) key/value; return attention inputs over every position
-        so far. No mask is needed: a step only ever sees the past."""
-        t, (keys, values) = self.length, self.layers[layer]
-        keys.narrow(2, t, 1).copy_(k)
-        values.narrow(2, t, 1).copy_(v)
-        return q, keys.narrow(2, 0, t + 1), values.narrow(2, 0, t + 1), None, False
+        """Store this step's (B, H, P, Dh) keys/values (P = 1 but for a forced prefix); return
+        attention inputs over every position so far. One position needs no mask (a step only ever
+        sees the past); P positions see the cache and, causally, each other."""
+        t, P, (keys, values) = self.length, q.size(2), self.layers[layer]
+        keys.narrow(2, t, P).copy_(k)
+        values.narrow(2, t, P).copy_(v)
+        keys, values = keys.narrow(2, 0, t + P), values.narrow(2, 0, t + P)
+        if P == 1 or t == 0:  # nothing before the new positions: plain causal attention
+            return q, keys, values, None, P > 1
+        seen = torch.ones(P, t + P, dtype=torch.bool, device=q.device).tril(t)  # (P, t+P)
+        return q, keys, values, seen, False
 
     def reorder(self, beam_idx: Tensor) -> None:
         """Row i continues the hypothesis of row beam_idx[i]: move the self-attention K/V only.

@@ -15,8 +15,10 @@ An architecture subclasses `Seq2SeqModel` and writes five methods, its own part:
 and gets the rest, written once here: `decode_all` (every position's logits, or those that
 `keep` selects), `forward` (training), `attention` (the weights of a teacher-forced pass),
 `init_cache` / `decode_step` (what search calls; `use_cache=False` gives the uncached path, which
-re-runs `decode_all` over the whole prefix every step). Its cache implements `Cache`: `reorder`
-(rows follow their beam parents) and `select` (finished sentences leave, beams fill).
+re-runs `decode_all` over the whole prefix every step), `steps` / `decode_steps` (several positions
+at once, a forced prefix: `step` after `step` unless an architecture does better). Its cache
+implements `Cache`: `reorder` (rows follow their beam parents) and `select` (finished sentences
+leave, beams fill).
 `tests/test_protocol.py` checks every registered architecture against it.
 
 Shapes: B rows, S source length, T target length, V vocabulary, L layers, H heads.
@@ -143,3 +145,17 @@ class Seq2SeqModel(nn.Module, ABC):
         if isinstance(cache, PrefixCache):  # uncached: the whole prefix again, every step
             return self.decode_all(cache.extend(tokens), cache.memory, cache.src_mask)[:, -1]
         return self.step(tokens, cache, record)
+
+    def steps(self, tokens: Tensor, cache: Cache) -> Tensor:
+        """P positions for each row at once, as P `step`s would run them: (B, P) tokens -> (B, P, V)
+        logits; the cache advances P positions. What a forced prefix fills the cache with; an
+        architecture that can run them in one pass (the Transformer) overrides this."""
+        return torch.stack([self.step(tokens[:, p], cache) for p in range(tokens.size(1))], dim=1)
+
+    def decode_steps(self, tokens: Tensor, cache: Cache) -> Tensor:
+        """`decode_step` for P positions at once: (B, P) tokens -> (B, P, V) logits."""
+        if isinstance(cache, PrefixCache):
+            for p in range(tokens.size(1)):
+                prefix = cache.extend(tokens[:, p])
+            return self.decode_all(prefix, cache.memory, cache.src_mask)[:, -tokens.size(1) :]
+        return self.steps(tokens, cache)

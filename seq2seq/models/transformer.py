@@ -275,16 +275,20 @@ class Transformer(Seq2SeqModel):
     def step(self, tokens: Tensor, cache: DecoderCache, record: AttentionRecord | None = None) -> Tensor:
         """The next position for each row: (B,) last tokens -> (B, V) logits; the cache advances.
         `record` receives this step's weights, one query row each."""
-        x = self.embed_tokens(tokens[:, None], offset=cache.length)  # (B, 1, D)
+        return self._advance(tokens[:, None], cache, record)[:, 0]
+
+    def steps(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
+        """P positions in one pass, each seeing the cache and the positions before it: (B, P) ->
+        (B, P, V). One row per sentence (a prefix is forced before the beams spread)."""
+        if cache.beams > 1:  # a beam's step reads its sentence's keys once per run of rows
+            return super().steps(tokens, cache)
+        return self._advance(tokens, cache)
+
+    def _advance(self, tokens: Tensor, cache: DecoderCache, record: AttentionRecord | None = None) -> Tensor:
+        x = self.embed_tokens(tokens, offset=cache.length)  # (B, P, D)
         for i, layer in enumerate(self.decoder):
             attn = layer.self_attn
-            x = layer(
-                x,
-                lambda h, i=i, a=attn: cache.append_self_kv(i, *a.project_qkv(h)),
-                cache.cross_kv[i],
-                cache.src_mask,
-                record,
-                cache.beams,
-            )
-        cache.length += 1
-        return self.logits(x[:, 0])
+            self_kv = lambda h, i=i, a=attn: cache.append_self_kv(i, *a.project_qkv(h))  # noqa: E731
+            x = layer(x, self_kv, cache.cross_kv[i], cache.src_mask, record, cache.beams)
+        cache.length += tokens.size(1)
+        return self.logits(x)  # (B, P, V)

@@ -1,0 +1,75 @@
+"""The rules every search shares: what a hypothesis is, which pieces a step may put out, how long
+an output may grow, and when finished sentences leave the batch.
+
+Shapes: B sentences, n rows, V vocabulary.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
+from seq2seq.decoding.options import DecodeOptions
+from seq2seq.models.protocol import Seq2SeqModel
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]  # output ids, EOS excluded
+    score: float  # sum of log-probabilities (EOS included) divided by the length penalty
+
+
+COMPACTION_SHARE = 0.25
+
+
+def compaction_due(alive: Tensor) -> bool:
+    """Whether to drop the finished sentences from the batch now: once they are a quarter of it.
+    Until then they ride along (their rows are computed and ignored): dropping them costs a copy of
+    both caches, and sentences finish at almost every step of a batch."""
+    return bool((~alive).sum() >= COMPACTION_SHARE * len(alive))
+
+
+def constrain(logprobs: Tensor, t: int, min_len: int, max_lens: Tensor) -> None:
+    """In place: never PAD or BOS; no EOS before min_len; only EOS once a row reaches its max
+    (the max wins over min_len, so every row can always end)."""
+    at_max = t >= max_lens
+    eos = logprobs[at_max, EOS_ID] if at_max.any() else None  # (rows at their max,)
+    logprobs[:, PAD_ID] = float("-inf")
+    logprobs[:, BOS_ID] = float("-inf")
+    if t < min_len:
+        logprobs[:, EOS_ID] = float("-inf")
+    if eos is not None:
+        logprobs[at_max] = float("-inf")
+        logprobs[at_max, EOS_ID] = eos
+
+
+def output_limit(model: Seq2SeqModel) -> int:
+    """The most pieces the model can put out (its positions, less the one BOS takes)."""
+    return model.cfg.max_positions - 1
+
+
+def length_notices(model: Seq2SeqModel, options: DecodeOptions) -> list[str]:
+    """What `max_lengths` changes in the asked lengths to fit the model, for the caller to say:
+    asking for more than the model can give is not an error, but it is not done either."""
+    limit, notices = output_limit(model), []
+    for name, value in (("min-len", options.min_len), ("max-len", options.max_len)):
+        if value is not None and value > limit:
+            notices.append(
+                f"{name} {value} is above the model's longest output ({limit} pieces); {limit} is used"
+            )
+    return notices
+
+
+def max_lengths(src: Tensor, options: DecodeOptions, limit: int, prefix_lens: Tensor | None = None) -> Tensor:
+    """Per-sentence output limit (B,): absolute, or a function of the source length, and never
+    below a forced prefix (`prefix_lens`, (B,); an absolute limit below one is refused before).
+    Limits are capped at `limit` in Python first: a length beyond int64 is no tensor."""
+    if options.max_len is not None:
+        lens = torch.full((src.size(0),), min(options.max_len, limit), device=src.device)
+    else:
+        src_len = (src != PAD_ID).sum(1)
+        lens = (options.max_len_a * src_len + options.max_len_b).long()
+    if prefix_lens is not None:
+        lens = torch.maximum(lens, prefix_lens)
+    return lens.clamp(min=min(options.min_len, limit), max=limit)
