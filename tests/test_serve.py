@@ -133,7 +133,7 @@ def test_attention_maps_match_the_pieces(runs, tokenizer, arch):
             ]
             assert layers == (2 if arch == "transformer" else 1)
     # the forced maps are the library's own, rounded
-    assert forced == maps_json(attention(model, tokenizer, text, "un chien court"))
+    assert forced == maps_json(attention(model, tokenizer, text, "un chien court", alternatives=5))
 
 
 def test_info_health_openapi_and_the_explorer_page(client, tokenizer):

@@ -95,3 +95,18 @@ def test_bad_steering_is_one_line_and_exit_2_and_nothing_written(cli, tiny_run, 
     assert result.code == 2, (result.out, result.err)
     assert words in result.err and "Traceback" not in result.err
     assert not (tmp_path / "out.txt").exists() and not (tmp_path / "t.jsonl").exists()
+
+
+def test_an_explorer_page_holds_the_alternatives_the_prefix_and_the_beam(cli, tiny_run, tmp_path):
+    run, _ = tiny_run
+    page, trace = tmp_path / "page.html", tmp_path / "beam.jsonl"
+    args = ["--attention-html", page, "--beam-trace", trace, "--prefix", "un", "--beam", "2"]
+    result = cli("translate", "--run", run, *args, *LINES[:2])
+    assert result.code == 0, result.err
+    html = page.read_text()
+    start = html.index('id="maps-data">') + len('id="maps-data">')
+    data = json.loads(html[start : html.index("</script>", start)])
+    for sentence in data["sentences"]:
+        assert len(sentence["alternatives"]) == len(sentence["target"]) and sentence["forced"] == 1
+        assert len(sentence["alternatives"][0]["top"]) == 5
+        assert sentence["beam"]["nodes"][0]["pieces"] == ["\u2581un"]

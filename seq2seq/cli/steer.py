@@ -36,14 +36,12 @@ class TraceFile:
         self.path, self.lines = path, []
 
     def add(self, tokenizer, first: int, lines: list[str], prefixes: list[str] | None, traces) -> None:
+        from seq2seq.decoding.trace import with_pieces
+
         if self.path is None:
             return
         for i, (source, nodes) in enumerate(zip(lines, traces, strict=True)):
-            for node in nodes:
-                if "token" in node:
-                    node["piece"] = tokenizer.id_pieces([node["token"]])[0]
-                else:
-                    node["pieces"] = tokenizer.id_pieces(node["tokens"])
+            with_pieces(tokenizer, nodes)
             prefix = "" if prefixes is None else prefixes[i]
             record = {"line": first + i, "source": source, "prefix": prefix, "nodes": nodes}
             self.lines.append(json.dumps(record, ensure_ascii=False))

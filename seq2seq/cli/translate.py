@@ -32,6 +32,7 @@ from seq2seq.cli.outputs import LineWriter, Outputs, numbered, write_file
 from seq2seq.cli.steer import TraceFile, check_count, prefix_lines
 
 GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
+PAGE_ALTERNATIVES = 5  # an --attention-html page lists this many alternatives at each output piece
 PAGE_MB = 50  # an --attention-html page past this many MB gets a notice: browsers grow slow to open it
 
 
@@ -179,7 +180,8 @@ def translate_group(model, tokenizer, lines, first, writer, options, views, stee
     if views.wanted:
         from seq2seq.decoding.attention import check_choice, maps_of_translations
 
-        maps = maps_of_translations(model, tokenizer, lines, result, options.batch_size)
+        alternatives = PAGE_ALTERNATIVES if views.html is not None else 0
+        maps = maps_of_translations(model, tokenizer, lines, result, options, prefixes, alternatives)
         if maps:  # a bad --layer/--head is refused before anything of this group is written
             check_choice(next(iter(maps.values())), views.layer, views.head)
     if traced:

@@ -15,7 +15,9 @@ from torch import Tensor
 
 from seq2seq.data.batch import pad
 from seq2seq.data.special import BOS_ID, EOS_ID
+from seq2seq.decoding.alternatives import Position, alternatives_of
 from seq2seq.decoding.search import DecodeOptions, Translations, source_ids, translate
+from seq2seq.decoding.trace import best_nodes, with_pieces
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.protocol import Seq2SeqModel
 
@@ -37,6 +39,11 @@ class AttentionMaps:
     target: list[str]  # output pieces + "</s>": each row is the position that produced this piece
     target_inputs: list[str]  # "<s>" + output pieces: what the decoder read at each position
     weights: dict[str, Tensor]  # a subset of KINDS; a Transformer has all three
+    alternatives: list[Position] | None = None  # per row of `target`, when asked (alternatives.py)
+    forced: int = 0  # how many leading output pieces a prefix forced
+    # when asked: {"beam": K, "nodes": the beam's nodes (trace.py) with their pieces, "nbest": the
+    # ids of the K best finished nodes, best first}
+    beam: dict | None = None
 
     def layers(self, kind: str) -> int:
         return self.weights[kind].size(0)
@@ -83,11 +90,15 @@ def attention(
     source: str,
     translation: str | None = None,
     options: DecodeOptions | None = None,
+    prefix: str | None = None,
+    alternatives: int = 0,
+    trace: bool = False,
 ) -> AttentionMaps:
-    """The maps of one sentence: of the model's own translation (searched with `options`), or of a
-    given `translation` (forced decoding: what would the model attend to for this output?)."""
-    translations = None if translation is None else [translation]
-    return attention_batch(model, tokenizer, [source], translations, options)[0]
+    """The maps of one sentence: of the model's own translation (searched with `options`, starting
+    with `prefix`), or of a given `translation` (forced decoding: what would the model attend to
+    for this output?); with the alternatives at each position and the beam (`attention_batch`)."""
+    given, prefixes = (None if x is None else [x] for x in (translation, prefix))
+    return attention_batch(model, tokenizer, [source], given, options, prefixes, alternatives, trace)[0]
 
 
 def attention_batch(
@@ -96,16 +107,53 @@ def attention_batch(
     sources: list[str],
     translations: list[str] | None = None,
     options: DecodeOptions | None = None,
+    prefixes: list[str] | None = None,
+    alternatives: int = 0,
+    trace: bool = False,
 ) -> list[AttentionMaps]:
-    """`attention` for many sentences, decoded and teacher-forced in batches."""
+    """`attention` for many sentences, decoded and teacher-forced in batches. The model's own
+    translations may start with `prefixes` (one per sentence) and keep their beam (`trace`);
+    `alternatives` > 0 adds that many alternatives at every output position."""
     options = options or DecodeOptions()
     if translations is None:
-        result = translate(model, tokenizer, sources, options)
-        return attention_of(model, tokenizer, sources, result.best, result.tokens, options.batch_size)
+        result = translate(model, tokenizer, sources, options, prefixes, trace)
+        maps = attention_of(model, tokenizer, sources, result.best, result.tokens, options.batch_size)
+        return steered(
+            maps, model, tokenizer, sources, result.tokens, options, prefixes, result.traces, alternatives
+        )
     if len(translations) != len(sources):
         raise Seq2SeqError(f"{len(sources)} sources but {len(translations)} translations")
     targets = tokenizer.encode(translations)
-    return attention_of(model, tokenizer, sources, translations, targets, options.batch_size)
+    maps = attention_of(model, tokenizer, sources, translations, targets, options.batch_size)
+    return steered(maps, model, tokenizer, sources, targets, options, alternatives=alternatives)
+
+
+def steered(
+    maps: list[AttentionMaps],
+    model: Seq2SeqModel,
+    tokenizer,
+    sources: list[str],
+    targets: list[list[int]],
+    options: DecodeOptions,
+    prefixes: list[str] | None = None,
+    traces: list[list[dict]] | None = None,
+    alternatives: int = 0,
+) -> list[AttentionMaps]:
+    """The maps with what a page draws of the search that made them, in place: how many pieces
+    the prefixes forced, the beam's nodes, and `alternatives` at each output position."""
+    if prefixes is not None:
+        for m, ids in zip(maps, tokenizer.encode(prefixes), strict=True):
+            m.forced = len(ids)
+    for m, nodes in zip(maps, traces, strict=True) if traces is not None else ():
+        nodes = with_pieces(tokenizer, nodes)
+        m.beam = {"beam": options.beam, "nodes": nodes, "nbest": best_nodes(nodes, options.beam)}
+    if alternatives > 0:
+        src_ids, _ = source_ids(model, tokenizer, sources)
+        cut = [t[: model.cfg.max_positions - 1] for t in targets]
+        found = alternatives_of(model, tokenizer, src_ids, cut, alternatives, options.batch_size)
+        for m, positions in zip(maps, found, strict=True):
+            m.alternatives = positions
+    return maps
 
 
 @torch.inference_mode()
@@ -138,19 +186,21 @@ def attention_of(
 
 
 def maps_of_translations(
-    model: Seq2SeqModel, tokenizer, lines: list[str], result: Translations, batch_size: int = 64
+    model: Seq2SeqModel,
+    tokenizer,
+    lines: list[str],
+    result: Translations,
+    options: DecodeOptions,
+    prefixes: list[str] | None = None,
+    alternatives: int = 0,
 ) -> dict[int, AttentionMaps]:
     """Line number (from 1) -> the maps of the translation `translate` chose for it, for every
-    non-blank line."""
+    non-blank line; `steered` with the prefixes, the result's traces and `alternatives`."""
     todo = [i for i, hyps in enumerate(result.nbest) if hyps]  # the lines translate did not leave blank
-    maps = attention_of(
-        model,
-        tokenizer,
-        [lines[i] for i in todo],
-        [result.best[i] for i in todo],
-        [result.tokens[i] for i in todo],
-        batch_size,
-    )
+    sources, tokens = [lines[i] for i in todo], [result.tokens[i] for i in todo]
+    maps = attention_of(model, tokenizer, sources, [result.best[i] for i in todo], tokens, options.batch_size)
+    picked = [None if x is None else [x[i] for i in todo] for x in (prefixes, result.traces)]
+    steered(maps, model, tokenizer, sources, tokens, options, *picked, alternatives)
     return {i + 1: m for i, m in zip(todo, maps, strict=True)}
 
 

@@ -64,6 +64,22 @@ class BeamTrace:
             self.rows[b] = [made.get(c) for c in keep]
 
 
+def best_nodes(nodes: list[dict], nbest: int) -> list[int]:
+    """The ids of the finished nodes that make the n-best, best first."""
+    finished = [n for n in nodes if n["state"] == "finished"]
+    return [n["id"] for n in sorted(finished, key=lambda n: -n["final"])[:nbest]]
+
+
+def with_pieces(tokenizer, nodes: list[dict]) -> list[dict]:
+    """The nodes, each given its piece (the root: its forced pieces), in place."""
+    for node in nodes:
+        if "token" in node:
+            node["piece"] = tokenizer.id_pieces([node["token"]])[0]
+        else:
+            node["pieces"] = tokenizer.id_pieces(node["tokens"])
+    return nodes
+
+
 def replay(nodes: list[dict], nbest: int) -> list[tuple[list[int], float]]:
     """The n-best (output ids, EOS excluded; final score), best first, from a sentence's nodes."""
     by_id = {node["id"]: node for node in nodes}
@@ -75,6 +91,5 @@ def replay(nodes: list[dict], nbest: int) -> list[tuple[list[int], float]]:
             node = by_id[node["parent"]]
         return node["tokens"] + out[::-1]
 
-    finished = [n for n in nodes if n["state"] == "finished"]
-    ranked = sorted(finished, key=lambda n: -n["final"])[:nbest]
+    ranked = [by_id[i] for i in best_nodes(nodes, nbest)]
     return [(tokens(n)[:-1], n["final"]) for n in ranked]  # the last token is EOS

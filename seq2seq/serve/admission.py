@@ -12,21 +12,25 @@
 import asyncio
 import math
 
+import torch
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from seq2seq.data.batch import pad
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.search import max_lengths, output_limit, source_ids
-from seq2seq.serve.batcher import Batcher, Job
+from seq2seq.serve.batcher import Batcher, Job, rows_per_line
 from seq2seq.serve.guard import refuse
 
 
-def request_work(model, tokenizer, lines: list[str], options: DecodeOptions) -> int:
-    """Lines x beam x output pieces at most, for `lines` decoded with `options`: the output limits
-    the search itself sets (`max_lengths`)."""
+def request_work(
+    model, tokenizer, lines: list[str], options: DecodeOptions, prefixes: list[list[int]] | None = None
+) -> int:
+    """Lines x beam (or samples) x output pieces at most, for `lines` decoded with `options` (and
+    their prefixes' pieces): the output limits the search itself sets (`max_lengths`)."""
     ids, _ = source_ids(model, tokenizer, lines)
-    return options.beam * int(max_lengths(pad(ids), options, output_limit(model)).sum())
+    lens = None if prefixes is None else torch.tensor([len(p) for p in prefixes])
+    return rows_per_line(options) * int(max_lengths(pad(ids), options, output_limit(model), lens).sum())
 
 
 def check_work(work: int, max_work: int) -> None:

@@ -1,9 +1,13 @@
 """The HTTP API of `seq2seq serve`: the only module that imports the web framework (FastAPI).
 
-    POST /translate   {"text": "..." or ["...", ...], beam, greedy, nbest, length_penalty, min_len, max_len}
+    POST /translate   {"text": "..." or ["...", ...], "prefix": optional (one, or one a line), beam,
+                      greedy, nbest, length_penalty, min_len, max_len, sample, temperature, top_k,
+                      top_p, epsilon, num_samples, seed}
                       -> {"translations", "scores", "nbest", "truncated"}: what `seq2seq translate` prints
-    POST /attention   {"text": "...", "translation": optional (forced), decode options}
-                      -> every attention map of that sentence (seq2seq/views/explorer.py's JSON)
+    POST /attention   {"text": "...", "translation": optional (forced), "prefix": optional,
+                      "alternatives": k, "beam_trace": bool, decode options}
+                      -> every attention map of that sentence, the k alternatives at each output
+                      position and the beam when asked (seq2seq/views/explorer.py's JSON)
     GET  /health, GET /info, GET / (the attention explorer), /docs and /openapi.json (FastAPI's own)
 
 Every bad request is answered 4xx with {"error": "one line"}, and the server keeps serving. Nothing
@@ -21,7 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
 from seq2seq.data.tokenizer import is_blank
-from seq2seq.decoding.search import DecodeOptions, Translations
+from seq2seq.decoding.alternatives import MAX_ALTERNATIVES
+from seq2seq.decoding.prefix import prefix_ids
+from seq2seq.decoding.search import DecodeOptions, Translations, output_limit
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve.admission import Busy, admit, answer, check_work, request_work
 from seq2seq.serve.batcher import Batcher, Job
@@ -38,11 +44,14 @@ from seq2seq.serve.limits import (
 )
 from seq2seq.views.explorer import maps_json, page
 
+SAMPLING = ("sample", "temperature", "top_k", "top_p", "epsilon", "num_samples", "seed")
+
 
 def decode_field(name: str, **extra):
-    """The request field of the DecodeOptions field `name`: its default, range and help."""
+    """The request field of the DecodeOptions field `name`: its default, range and help (the
+    bounds DecodeOptions.check words more precisely, e.g. a temperature above 0, stay its own)."""
     f = next(f for f in fields(DecodeOptions) if f.name == name)
-    low, high = f.metadata["range"]
+    low, high = f.metadata.get("range", (None, None))
     return Field(f.default, ge=low, le=high, description=f.metadata["help"], **extra)
 
 
@@ -56,10 +65,20 @@ class DecodeFields(BaseModel):
     length_penalty: float = decode_field("length_penalty", allow_inf_nan=False)
     min_len: int = decode_field("min_len")
     max_len: int | None = decode_field("max_len")
+    sample: bool = decode_field("sample")
+    temperature: float = decode_field("temperature", allow_inf_nan=False)
+    top_k: int | None = decode_field("top_k")
+    top_p: float = decode_field("top_p", allow_inf_nan=False)
+    epsilon: float = decode_field("epsilon", allow_inf_nan=False)
+    num_samples: int = decode_field("num_samples")
+    seed: int | None = decode_field("seed", lt=2**63)
 
 
 class TranslateRequest(DecodeFields):
     text: str | list[str] = Field(description="One sentence, or a list of them (one line each).")
+    prefix: str | list[str] | None = Field(
+        None, description="The text each translation starts with: one for all, or one a line (as text)."
+    )
     nbest: int = decode_field("nbest")
 
 
@@ -68,6 +87,11 @@ class AttentionRequest(DecodeFields):
     translation: str | None = Field(
         None, description="A translation to explain (forced) instead of the model's."
     )
+    prefix: str | None = Field(None, description="The text the model's translation starts with.")
+    alternatives: int = Field(
+        5, ge=0, le=MAX_ALTERNATIVES, description="The most likely pieces listed at each output position."
+    )
+    beam_trace: bool = Field(False, description="Also the beam search as a tree (kept, finished, pruned).")
 
 
 class Hypothesis(BaseModel):
@@ -146,12 +170,15 @@ def create_app(
     app.state.batcher = batcher  # the server sheds its queue when told to stop
 
     def options(request: DecodeFields, nbest: int = 1) -> DecodeOptions:
+        sampling = {name: getattr(request, name) for name in SAMPLING}
+        default_beam = 1 if request.sample else beam  # sampling draws one row at a time
         chosen = DecodeOptions(
-            beam=1 if request.greedy else (request.beam or beam),
+            beam=1 if request.greedy else (request.beam or default_beam),
             nbest=nbest,
             length_penalty=request.length_penalty,
             min_len=request.min_len,
             max_len=request.max_len,
+            **sampling,
         )
         if chosen.beam > limits["max_beam"]:
             raise Seq2SeqError(f"beam {chosen.beam} is above this server's limit of {limits['max_beam']}")
@@ -162,9 +189,10 @@ def create_app(
     async def translate(request: TranslateRequest, http: Request) -> dict:
         """Translate one sentence or a list: the same output as `seq2seq translate` (n-best with scores)."""
         lines = checked_lines(request.text, max_lines, max_chars)
-        job = Job("translate", lines, options(request, request.nbest))
+        prefixes, pieces = request_prefixes(request.prefix, len(lines), max_chars)
+        job = Job("translate", lines, options(request, request.nbest), prefixes=prefixes)
         admit(batcher, job.weight, max_queue)  # before the work is weighed: a refusal costs little
-        check_work(request_work(model, tokenizer, lines, job.options), max_work)
+        check_work(request_work(model, tokenizer, lines, job.options, pieces), max_work)
         result: Translations = await answer(http, batcher, job, request_timeout)
         return {
             "translations": result.best,
@@ -187,12 +215,33 @@ def create_app(
             if request.translation is None
             else checked_lines(request.translation, 1, max_chars, "translation")
         )
-        job = Job("attention", lines, options(request), forced)
+        prefixes, pieces = request_prefixes(request.prefix, 1, max_chars)
+        if forced is not None and (prefixes is not None or request.beam_trace or request.sample):
+            raise Seq2SeqError("a given translation is explained as it is: no prefix, beam_trace or sample")
+        if request.beam_trace and request.sample:
+            raise Seq2SeqError("beam_trace records beam search; sampling has no beam to record")
+        job = Job("attention", lines, options(request), forced, prefixes)
+        job.alternatives, job.trace = request.alternatives, request.beam_trace
         admit(batcher, job.weight, max_queue)
-        check_work(request_work(model, tokenizer, lines, job.options), max_work)
+        check_work(request_work(model, tokenizer, lines, job.options, pieces), max_work)
         maps = (await answer(http, batcher, job, request_timeout))[0]
         body = await asyncio.to_thread(lambda: json.dumps(maps_json(maps), ensure_ascii=False).encode())
         return Response(body, media_type="application/json")
+
+    def request_prefixes(
+        prefix: str | list[str] | None, lines: int, limit: int
+    ) -> tuple[list | None, list | None]:
+        """The request's prefixes, one a line (one given for all), each a valid line of text (an
+        empty one is no prefix), and their pieces: checked here, before anything is queued."""
+        if prefix is None:
+            return None, None
+        prefixes = [prefix] * lines if isinstance(prefix, str) else prefix
+        if len(prefixes) != lines:
+            raise Seq2SeqError(f"{lines} lines but {len(prefixes)} prefixes; give one prefix a line")
+        for number, text in enumerate(prefixes, start=1):
+            if text.strip():
+                checked_lines(text, 1, limit, f"prefix {number}")
+        return prefixes, prefix_ids(tokenizer, prefixes, lines, output_limit(model))
 
     @app.get("/health")
     async def health() -> dict:

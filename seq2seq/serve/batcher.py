@@ -37,17 +37,26 @@ class Job:
     lines: list[str]
     options: DecodeOptions
     translations: list[str] | None = None  # attention of given (forced) translations
+    prefixes: list[str] | None = None  # the text each line's translation starts with
+    alternatives: int = 0  # "attention": the alternatives at each output position, that many
+    trace: bool = False  # "attention": the beam's record too
     future: Future | None = None
     arrived: float = 0.0  # time.monotonic() when queued
 
     @property
     def weight(self) -> int:
-        """What the job weighs in the queue: its lines x its beam."""
-        return len(self.lines) * self.options.beam
+        """What the job weighs in the queue: its lines x its beam (or its samples)."""
+        return len(self.lines) * rows_per_line(self.options)
 
     def key(self) -> tuple:
         """Jobs with equal keys are decoded together in one call."""
-        return self.work, self.translations is not None, astuple(self.options)
+        given = self.translations is not None, self.prefixes is not None
+        return self.work, *given, self.alternatives, self.trace, astuple(self.options)
+
+
+def rows_per_line(options: DecodeOptions) -> int:
+    """The decoder rows a line takes: its beams, or its samples."""
+    return options.num_samples if options.sample else options.beam
 
 
 class Batcher:
@@ -181,12 +190,15 @@ class Batcher:
         try:
             if self.on_batch is not None:
                 self.on_batch(jobs[0].work, len(lines))
-            if jobs[0].work == "translate":
-                result = translate(self.model, self.tokenizer, lines, options)
+            first = jobs[0]
+            prefixes = None if first.prefixes is None else [p for job in jobs for p in job.prefixes]
+            if first.work == "translate":
+                result = translate(self.model, self.tokenizer, lines, options, prefixes)
                 answers = self._split_translations(result, jobs)
             else:
-                forced = None if jobs[0].translations is None else [t for j in jobs for t in j.translations]
-                maps = attention_batch(self.model, self.tokenizer, lines, forced, options)
+                forced = None if first.translations is None else [t for j in jobs for t in j.translations]
+                asked = first.alternatives, first.trace
+                maps = attention_batch(self.model, self.tokenizer, lines, forced, options, prefixes, *asked)
                 answers = _split(maps, jobs)
         except Exception as e:  # the error goes to the requests that caused it; the worker lives on
             if len(jobs) == 1:
@@ -195,7 +207,7 @@ class Batcher:
                 for job in jobs:
                     self._decode([job])
             return
-        rate = len(lines) * options.beam / max(time.monotonic() - start, 1e-3)
+        rate = len(lines) * rows_per_line(options) / max(time.monotonic() - start, 1e-3)
         seen = self.work_per_second
         self.work_per_second = rate if not seen else 0.8 * seen + 0.2 * rate
         for job, answer in zip(jobs, answers, strict=True):

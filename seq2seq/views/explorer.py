@@ -10,6 +10,7 @@ One page (explorer.html + explorer.css + explorer.js, shipped in this folder) se
 """
 
 import json
+from dataclasses import asdict
 from importlib.resources import files
 
 from seq2seq.decoding.attention import KINDS, AttentionMaps
@@ -27,7 +28,7 @@ def maps_json(maps: AttentionMaps, line: int | None = None) -> dict:
         if kind in maps.weights:
             weights = maps.weights[kind].double().round(decimals=DIGITS)
             kinds[kind] = {"title": title, "rows": rows, "cols": cols, "weights": weights.tolist()}
-    return {
+    out = {
         "line": line,
         "source_text": maps.source_text,
         "translation": maps.translation,
@@ -35,7 +36,13 @@ def maps_json(maps: AttentionMaps, line: int | None = None) -> dict:
         "target": maps.target,
         "target_inputs": maps.target_inputs,
         "kinds": kinds,
+        "forced": maps.forced,
     }
+    if maps.alternatives is not None:
+        out["alternatives"] = [asdict(position) for position in maps.alternatives]
+    if maps.beam is not None:
+        out["beam"] = maps.beam
+    return out
 
 
 def sentence_json(maps: AttentionMaps, line: int | None = None) -> str:
