@@ -2,6 +2,7 @@
 // them: {source, target, target_inputs, kinds: {kind: {title, rows, cols, weights[L][H][rows][cols]}}}.
 // A page with a #maps-data element holds its sentences (a file written by `translate
 // --attention-html`); without one it is the served page, which asks POST attention for each sentence.
+// search.js draws what the search weighed over it (its hooks: window.seq2seqSearch).
 "use strict";
 
 (function () {
@@ -21,6 +22,8 @@
   const LIT = 0.5; // a piece lights up when it holds at least half of the strongest weight
 
   const state = { sentence: null, choice: {}, pinned: null };
+  let ask = null; // the served page's request for a sentence (fromServer)
+  const FIELDS = { text: "source-input", translation: "forced-input", prefix: "prefix-input" }; // served form
 
   // --- small helpers ------------------------------------------------------------------------
 
@@ -60,11 +63,6 @@
       row.map((_, j) => round(heads.reduce((sum, h) => sum + h[i][j], 0) / heads.length)));
   }
 
-  function labels(kind) {
-    const k = state.sentence.kinds[kind];
-    return [state.sentence[k.rows], state.sentence[k.cols]];
-  }
-
   // --- drawing ------------------------------------------------------------------------------
 
   function show(sentence) {
@@ -77,8 +75,8 @@
     document.getElementById("translation").textContent = sentence.translation;
     drawStrip("source", sentence.source);
     drawStrip("target", sentence.target);
-    const panels = document.getElementById("panels");
-    panels.replaceChildren(...KINDS.map(panel));
+    document.getElementById("panels").replaceChildren(...KINDS.map(panel));
+    if (window.seq2seqSearch) window.seq2seqSearch.show(sentence, { ask, readable, percent }); // search.js
     document.getElementById("explorer").hidden = false;
     document.getElementById("explorer").dataset.state = "ready";
   }
@@ -93,6 +91,8 @@
       chip.append(el("span", { class: "text" }, readable(piece)), el("span", { class: "value" }));
       chip.addEventListener("mouseenter", () => focus({ side, index }));
       chip.addEventListener("mouseleave", () => focus(state.pinned));
+      chip.addEventListener("focus", () => focus({ side, index })); // the keyboard's hover
+      chip.addEventListener("blur", () => focus(state.pinned));
       chip.addEventListener("click", () => pin({ side, index }));
       return chip;
     }));
@@ -143,7 +143,7 @@
   // The map as a table: a row per query, a column per key, each cell shaded by its weight.
   function table(kind) {
     const weights = matrix(kind);
-    const [rows, cols] = labels(kind);
+    const [rows, cols] = ["rows", "cols"].map((axis) => state.sentence[state.sentence.kinds[kind][axis]]);
     const { layer, head } = state.choice[kind];
     const t = el("table", {
       class: "map", "data-kind": kind, "data-rows": rows.length, "data-cols": cols.length,
@@ -158,10 +158,8 @@
       th.addEventListener("mouseleave", () => focus(state.pinned));
       header.append(th);
     });
-    const thead = el("thead");
-    thead.append(header);
-    t.append(thead);
-    const body = el("tbody");
+    t.createTHead().append(header);
+    const body = t.createTBody();
     rows.forEach((piece, i) => {
       const tr = el("tr", { "data-row": i });
       const th = el("th", { class: "row-label", "data-row": i, title: piece }, piece);
@@ -180,7 +178,6 @@
       });
       body.append(tr);
     });
-    t.append(body);
     t.addEventListener("mouseover", (event) => {
       const td = event.target.closest("td.cell");
       if (td) hoverLabel(kind, "row", Number(td.dataset.row));
@@ -212,6 +209,7 @@
       chip.removeAttribute("data-weight");
       chip.querySelector(".value").textContent = "";
     }
+    if (window.seq2seqSearch) window.seq2seqSearch.focus(selection);
     if (!selection) return;
     const { side, index } = selection;
     const chip = document.querySelector(`#${side}-strip .piece[data-index="${index}"]`);
@@ -264,11 +262,18 @@
       document.getElementById("about").textContent =
         `${info.run}: ${info.architecture} ${info.src}→${info.tgt}${bleu}`;
     }).catch(() => {});
-    form.addEventListener("submit", async (event) => {
+    const input = (id) => document.getElementById(id);
+    form.addEventListener("submit", (event) => {
       event.preventDefault();
-      const body = { text: document.getElementById("source-input").value };
-      const forced = document.getElementById("forced-input").value;
-      if (forced.trim()) body.translation = forced;
+      // the sentence as typed; the optional fields only when given
+      const given = Object.entries(FIELDS).filter(([key, id]) => key === "text" || input(id).value.trim());
+      ask(Object.fromEntries(given.map(([key, id]) => [key, input(id).value])));
+    });
+    // A sentence, asked with the form's choices; the form then shows what was asked (an
+    // alternative search.js sends sets the prefix).
+    ask = async (body) => {
+      if (input("beam-toggle").checked) body.beam_trace = true;
+      for (const [key, id] of Object.entries(FIELDS)) input(id).value = body[key] || "";
       status.className = "";
       status.textContent = "translating…";
       document.getElementById("explorer").dataset.state = "busy";
@@ -285,7 +290,7 @@
         status.textContent = error.message;
         document.getElementById("explorer").dataset.state = "error";
       }
-    });
+    };
   }
 
   const embedded = document.getElementById("maps-data");

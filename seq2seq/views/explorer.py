@@ -71,7 +71,7 @@ def page(sentences: list[str] | None = None, about: str = "") -> str:
         PLACES,
         (
             _asset("explorer.css"),
-            _asset("alignment.js") + _asset("explorer.js"),  # the links' hook first: the page draws at once
+            _asset("alignment.js") + _asset("search.js") + _asset("explorer.js"),  # hooks before the drawing
             data,
             _escape(f"{TITLE}: {about}" if about else TITLE),
         ),
