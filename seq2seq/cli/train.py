@@ -92,7 +92,16 @@ def train(
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
     run = run_dir(run, config.corpus, config.src, config.tgt)
-    for notice in check_typed_options(run, typed_options(ctx)):
+    typed = typed_options(ctx)
+    shaped = [
+        name for name in ("preset", "arch", "dropout", "vocab_size", *ARCHITECTURE_OPTIONS) if name in typed
+    ]
+    if config.init_from is not None and shaped:
+        flag = "--" + shaped[0].replace("_", "-")
+        raise typer.BadParameter(
+            f"the model and tokenizer are those of --init-from {config.init_from}", param_hint=flag
+        )
+    for notice in check_typed_options(run, typed):
         display.warn(notice)
     stop_requested = install_stop_handlers()
     if not is_main_process():  # under torchrun rank 0 alone draws; the others only train

@@ -68,6 +68,7 @@ class Seq2SeqModel(nn.Module, ABC):
     """An encoder-decoder: what `build_model` returns and what every consumer takes."""
 
     cfg: ModelConfig
+    encoder_modules: tuple[str, ...] = ("encoder",)  # the submodules that make the encoder (freezing)
     embed: nn.Embedding  # the joint source/target embedding; the output layer unless `generator`
     generator: nn.Module | None  # None: the embedding matrix, tied; int8 decoding sets its own
 

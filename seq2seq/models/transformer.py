@@ -208,6 +208,8 @@ class DecoderLayer(nn.Module):
 class Transformer(Seq2SeqModel):
     """encode() once, then start_cache() + step() per position; decode_states() for teacher forcing."""
 
+    encoder_modules = ("encoder", "encoder_norm")
+
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.cfg = cfg

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from seq2seq.fields import check_choices, option, ranged
 
+FREEZE = ("none", "encoder", "embeddings")  # what a fine-tuned run keeps as its start had it
 DECAYS = ("rsqrt", "none")  # the lr between warmup and cooldown: falling as 1/sqrt(step), or held
 
 
@@ -100,6 +101,19 @@ class TrainConfig:
         1,
         None,
     )
+    # fine-tuning (finetune.py): the start of a new run, recorded in its config.json
+    init_from: str | None = option(
+        None,
+        "Start this new run from RUN's best weights and tokenizer, with a fresh optimizer and schedule "
+        "(fine-tuning); the model is RUN's.",
+        flag="--init-from",
+    )
+    freeze: str = option(
+        "none",
+        "With --init-from: keep a part as RUN has it: none, encoder or embeddings (with tied "
+        "embeddings, the output layer too).",
+        choices=FREEZE,
+    )
     seed: int = option(1, "Random seed.", 0, (1 << 31) - 1)
     device: str = option("auto", "auto, cpu or cuda.")
     bf16: bool = option(
@@ -112,6 +126,10 @@ class TrainConfig:
 
     def __post_init__(self):
         check_choices(self)
+        if self.freeze != "none" and self.init_from is None:
+            raise ValueError(
+                "--freeze keeps a part of the model --init-from starts with; give --init-from RUN"
+            )
 
 
 # The limits belong to one invocation: a resumed run takes them from the new command line (a run
@@ -132,7 +150,13 @@ LIMITS = (
 # (docs/experiments.md). A removed field at the value listed trained as this version does.
 OLDER_RECIPES = "5e0c38e"
 # Fields added since: a run written before one existed trained as this value does.
-ADDED = {"guided_alignment": None, "guided_weight": 0.05, "guided_layer": None}
+ADDED = {
+    "guided_alignment": None,
+    "guided_weight": 0.05,
+    "guided_layer": None,
+    "init_from": None,
+    "freeze": "none",
+}
 REMOVED = {
     "target_subword_alpha": 0.0,
     "source_word_dropout": 0.0,

@@ -17,6 +17,7 @@ from seq2seq.data.tokenizer import Tokenizer, train_tokenizer
 from seq2seq.device import agree_on_bf16, bf16_speedup, precision_note, use_bf16
 from seq2seq.models.registry import ModelConfig, build_model
 from seq2seq.training import checkpoint as ckpt
+from seq2seq.training import finetune
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, peers_watched, world
 from seq2seq.training.lock import run_lock
@@ -47,6 +48,9 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
     start_time = time.monotonic()
     resuming = is_resumable(run_dir)
     config, model_config = continued(run_dir, config, model_config)
+    starting = config.init_from is not None and not resuming  # a fine-tuned run's first start
+    if starting:
+        model_config = here.from_main(lambda: finetune.start(run_dir, config, data_dir))
     folder, model_config, val_pairs = here.from_main(
         lambda: _prepare(run_dir, config, model_config, data_dir)
     )
@@ -57,6 +61,9 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
 
     torch.manual_seed(config.seed)
     model = build_model(model_config).to(here.device)
+    if starting:
+        finetune.load_start(model, config.init_from)
+    finetune.freeze(model, config.freeze)
     optimizer = adamw(model, config.lr, config.weight_decay)
     state = TrainingState()
     if resuming:

@@ -1,0 +1,75 @@
+"""Fine-tuning: a new run that starts from another run's best weights and its tokenizer (fairseq's
+--finetune-from-model, OpenNMT's -train_from with a fresh optimizer), with its own optimizer,
+schedule and budget, on whatever corpus `train` reads; optionally with the encoder or the
+embeddings frozen. The new run records where it started (`init_from` in config.json) and resumes
+as any run does: the start is read once, when the run is new.
+
+Freezing goes through the protocol's `encoder_modules` (the submodules that make the encoder), so
+it never asks which architecture it holds. With tied embeddings (every preset) freezing the
+embeddings freezes the output layer too: they are one matrix.
+"""
+
+import shutil
+from pathlib import Path
+
+from seq2seq.atomic import write_with
+from seq2seq.data.corpus import load_pairs
+from seq2seq.data.special import UNK_ID
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.errors import Seq2SeqError
+from seq2seq.models.protocol import Seq2SeqModel
+from seq2seq.models.registry import ModelConfig
+from seq2seq.training import checkpoint as ckpt
+
+MAX_UNKNOWN = 0.01  # the share of unknown pieces above which a start's tokenizer does not fit a corpus
+SAMPLE = 20_000  # training pairs whose pieces are counted
+
+
+def start(run_dir: Path, config, data_dir: str | None) -> ModelConfig:
+    """For a new run: RUN's model config, which the new run trains, and RUN's tokenizer copied
+    into it (unless it has one), once the tokenizer is seen to cover the corpus; nothing is
+    written before a one-line error (RUN is no run, or its tokenizer does not fit)."""
+    source = Path(config.init_from)
+    if not (source / ckpt.BEST).is_file() or not (source / ckpt.TOKENIZER).is_file():
+        raise Seq2SeqError(f"--init-from {source}: no run there (it needs {ckpt.BEST} and {ckpt.TOKENIZER})")
+    if source.resolve() == Path(run_dir).resolve():
+        raise Seq2SeqError("--init-from names the run itself; give the new run another --run")
+    model_config = ckpt.model_config(ckpt.load_config(source))
+    pairs = load_pairs(config.corpus, "train", config.src, config.tgt, data_dir)[:SAMPLE]
+    check_coverage(Tokenizer(source / ckpt.TOKENIZER), pairs, source)
+    target = Path(run_dir) / ckpt.TOKENIZER
+    if not target.is_file():
+        write_with(target, lambda temporary: shutil.copyfile(source / ckpt.TOKENIZER, temporary))
+    return model_config
+
+
+def check_coverage(tokenizer: Tokenizer, pairs: list[tuple[str, str]], source: Path) -> None:
+    """Refuse a corpus the start's tokenizer does not cover: more than MAX_UNKNOWN of the pieces
+    of `pairs` unknown, said as the rate."""
+    pieces = tokenizer.encode([text for pair in pairs for text in pair])
+    total, unknown = sum(map(len, pieces)), sum(p.count(UNK_ID) for p in pieces)
+    rate = unknown / max(total, 1)
+    if rate > MAX_UNKNOWN:
+        raise Seq2SeqError(
+            f"the tokenizer of --init-from {source} leaves {100 * rate:.1f}% of this corpus's pieces "
+            f"unknown (above {100 * MAX_UNKNOWN:.0f}%): it was not trained on these languages; train a "
+            "new run instead"
+        )
+
+
+def load_start(model: Seq2SeqModel, init_from: str) -> None:
+    ckpt.load_weights(model, Path(init_from) / ckpt.BEST)
+
+
+def freeze(model: Seq2SeqModel, part: str) -> None:
+    """Stop the gradient of `part` ("encoder", "embeddings" or "none"): the optimizer then never
+    changes it (AdamW skips parameters without a gradient, weight decay included)."""
+    if part == "encoder":
+        modules = [getattr(model, name) for name in model.encoder_modules]
+        params = [p for module in modules for p in module.parameters()]
+    elif part == "embeddings":
+        params = list(model.embed.parameters())
+    else:
+        return
+    for p in params:
+        p.requires_grad_(False)
