@@ -31,7 +31,8 @@ def half(name: str, gold_dir: Path) -> tuple[list[str], list[str], list]:
     return read("en"), read("fr"), read_links(gold_dir / f"{name}.align")
 
 
-RULES = [("argmax", 0.5), ("intersect", 0.5)] + [("threshold", t) for t in (0.2, 0.3, 0.4, 0.5)]
+RULES = [("argmax", 0.5), ("intersect", 0.5), ("grow", 0.5)]
+RULES += [("threshold", t) for t in (0.2, 0.3, 0.4, 0.5)]
 
 
 def best_head(model, tokenizer, dev) -> tuple[int, int | None, tuple[str, float], float]:

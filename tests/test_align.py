@@ -77,7 +77,12 @@ def test_argmax_links_each_target_word_once_intersect_both_ways_and_threshold_by
     assert extract(scores, "intersect") == {(0, 0), (1, 1)}
     tie_free = np.array([[0.7, 0.2, 0.1], [0.6, 0.3, 0.1]])
     assert extract(tie_free, "argmax") == {(0, 0), (0, 1)} and extract(tie_free, "intersect") == {(0, 0)}
-    with pytest.raises(Seq2SeqError, match="--extract must be one of argmax, intersect, threshold"):
+    # grow: from the intersection {0-0, 1-1}, source word 2's best link (to target 1) neighbours 1-1
+    # and covers an unaligned source word
+    assert extract(scores, "grow") == {(0, 0), (1, 1), (2, 1)}
+    # from {0-0}: 0-1 and 1-1 (source word 1's best) neighbour it, then 2-0 (source word 2's) 1-1
+    assert extract(tie_free, "grow") == {(0, 0), (0, 1), (1, 1), (2, 0)}
+    with pytest.raises(Seq2SeqError, match="--extract must be one of argmax, intersect, grow, threshold"):
         extract(scores, "best")
 
 

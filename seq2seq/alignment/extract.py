@@ -8,7 +8,10 @@ column) is dropped: attention there is attention to no word.
 Extraction rules: `argmax`, each target word linked to its highest-scoring source word (what
 attention-as-alignment means, one link per target word); `intersect`, the argmax links that are
 also their source word's highest-scoring target word (both directions agree: SimAlign's "Argmax",
-Jalili Sabet et al. 2020), fewer links and surer ones; `threshold`, each target word linked to
+Jalili Sabet et al. 2020), fewer links and surer ones; `grow`, the two directions' argmax links
+(each target word's best source word, each source word's best target word) symmetrized by
+grow-diag-final-and, as statistical aligners' two directions are (symmetry.py): the intersection,
+grown into neighbouring links of either direction; `threshold`, each target word linked to
 every source word holding at least `threshold` of the word's positive score (normalised to sum
 to 1), so a word may have several links or none.
 
@@ -18,9 +21,10 @@ Shapes: T target pieces, S source pieces (EOS excluded), n / m target / source w
 import numpy as np
 
 from seq2seq.alignment.pharaoh import Link
+from seq2seq.alignment.symmetry import grow_diag_final_and
 from seq2seq.errors import Seq2SeqError
 
-RULES = ("argmax", "intersect", "threshold")
+RULES = ("argmax", "intersect", "grow", "threshold")
 
 
 def word_scores(pieces: np.ndarray, source_words: np.ndarray, target_words: np.ndarray) -> np.ndarray:
@@ -40,9 +44,12 @@ def extract(scores: np.ndarray, rule: str = "argmax", threshold: float = 0.5) ->
         raise Seq2SeqError(f"--extract must be one of {', '.join(RULES)}, not {rule!r}")
     if scores.size == 0:
         return set()
-    if rule in ("argmax", "intersect"):
+    if rule in ("argmax", "intersect", "grow"):
         best_source, best_target = scores.argmax(1), scores.argmax(0)  # (n,), (m,)
-        return {(int(i), j) for j, i in enumerate(best_source) if rule == "argmax" or best_target[i] == j}
+        forward = {(int(i), j) for j, i in enumerate(best_source)}
+        if rule == "grow":
+            return grow_diag_final_and(forward, {(i, int(j)) for i, j in enumerate(best_target)})
+        return {(i, j) for i, j in forward if rule == "argmax" or best_target[i] == j}
     positive = np.clip(scores, 0.0, None)
     mass = positive.sum(1, keepdims=True)
     share = np.divide(positive, mass, out=np.zeros_like(positive), where=mass > 0)

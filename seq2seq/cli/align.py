@@ -19,7 +19,8 @@ METHOD_HELP = (
 )
 EXTRACT_HELP = (
     "argmax: each target word linked to its highest-scoring source word; intersect: those argmax links "
-    "whose source word's highest-scoring target word is that word too; threshold: to every source "
+    "whose source word's highest-scoring target word is that word too; grow: both directions' argmax "
+    "links symmetrized by grow-diag-final-and; threshold: to every source "
     "word holding at least --threshold of the word's (positive) score. Scores of pieces are merged "
     "into words: the mean over the target word's pieces of the sum over the source word's."
 )
