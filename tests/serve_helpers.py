@@ -45,12 +45,11 @@ def make_app(run: Path, **options):
 @contextmanager
 def live_server(app) -> Iterator[str]:
     """The app under uvicorn on a free 127.0.0.1 port, in a thread; yields its base URL."""
-    import uvicorn
 
-    from seq2seq.serve.server import GracefulServer, listen
+    from seq2seq.serve.server import GracefulServer, listen, server_config
 
     sock = listen("127.0.0.1", 0)
-    server = GracefulServer(uvicorn.Config(app, log_level="warning"))
+    server = GracefulServer(server_config(app, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

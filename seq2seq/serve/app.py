@@ -31,6 +31,7 @@ from seq2seq.decoding.search import DecodeOptions, Translations, output_limit
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve.admission import Busy, admit, answer, check_work, request_work
 from seq2seq.serve.batcher import Batcher, Job
+from seq2seq.serve.connections import IDLE_SECONDS, GuardedH11
 from seq2seq.serve.errors import REQUEST_ERRORS, BodyCheck, add_error_handlers, errors
 from seq2seq.serve.guard import ApiKey, HostCheck, SecurityHeaders
 from seq2seq.serve.limits import (
@@ -132,6 +133,12 @@ def create_app(
         "max_work": max_work,  # lines x beam x output pieces, a request
         "max_queue": max_queue,  # lines x beam, queued and decoding
         "request_timeout_s": request_timeout,
+        "connections": {  # what the server's h11 protocol holds each connection to (connections.py)
+            "max": GuardedH11.max_connections,
+            "header_timeout_s": GuardedH11.header_seconds,
+            "body_timeout_s": GuardedH11.body_seconds,
+            "idle_timeout_s": IDLE_SECONDS,
+        },
     }
     if beam > limits["max_beam"]:  # else every request that names no beam would be refused
         raise Seq2SeqError(f"--beam {beam} is above this server's limit of {limits['max_beam']}")

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 import uvicorn
 
 from seq2seq.errors import Seq2SeqError
+from seq2seq.serve.connections import IDLE_SECONDS, GuardedH11
+from seq2seq.serve.logs import hold_repeats
 
 GRACE_SECONDS = 30  # what is queued gets this long to be answered; a second Ctrl-C stops at once
 SHED_SECONDS = 20  # then whatever the model has not started is answered 503: within the grace
@@ -33,9 +35,23 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def server_config(app, **overrides) -> uvicorn.Config:
+    """How uvicorn runs the app: h11 with the connections' deadlines and bound (connections.py)."""
+    settings = dict(
+        log_level="info",
+        access_log=False,
+        timeout_graceful_shutdown=GRACE_SECONDS,
+        http=GuardedH11,
+        timeout_keep_alive=IDLE_SECONDS,
+    )
+    config = uvicorn.Config(app, **(settings | overrides))  # configures uvicorn's loggers
+    hold_repeats()
+    return config
+
+
 def serve(app, sock: socket.socket) -> None:
     """Serve until Ctrl-C or SIGTERM, then drain and return."""
-    config = uvicorn.Config(app, log_level="info", access_log=False, timeout_graceful_shutdown=GRACE_SECONDS)
+    config = server_config(app)
     batcher = app.state.batcher
     GracefulServer(config, on_stop=lambda: batcher.close(SHED_SECONDS)).run(sockets=[sock])
 

@@ -1,0 +1,123 @@
+"""The server's connections, over raw sockets against the real uvicorn server: a request's headers
+and body have deadlines (a 408 JSON line for headers that never end, a close for a body that never
+does), an idle keep-alive connection is closed, connections beyond the bound get a 503 JSON line at
+once, and the server answers a normal request throughout."""
+
+import json
+import logging
+import socket
+import time
+
+import pytest
+
+pytest.importorskip("fastapi", reason='the server needs the extra: pip install -e ".[serve]"')
+
+from seq2seq.serve.connections import GuardedH11
+from seq2seq.serve.logs import ERRORS, Repeats
+from tests.conftest import caption_tokenizer
+from tests.serve_helpers import get, live_server, make_app, write_runs
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("runs")
+    runs = write_runs(folder, caption_tokenizer(folder / "tokenizer.model"))
+    saved = GuardedH11.header_seconds, GuardedH11.body_seconds, GuardedH11.max_connections
+    GuardedH11.header_seconds, GuardedH11.body_seconds, GuardedH11.max_connections = 0.5, 0.5, 8
+    try:
+        with live_server(make_app(runs["transformer"], beam=2)) as served:
+            yield served
+    finally:
+        GuardedH11.header_seconds, GuardedH11.body_seconds, GuardedH11.max_connections = saved
+
+
+def connect(url: str) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    return sock
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """Everything until the server closes the connection."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def error_of(answer: bytes) -> tuple[int, str]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)["error"]
+
+
+def test_headers_that_never_end_get_a_408_line_and_the_connection_closes(url):
+    with connect(url) as sock:
+        sock.sendall(b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+        start = time.monotonic()
+        status, error = error_of(read_all(sock))
+    assert status == 408 and "headers" in error and time.monotonic() - start < 5
+    assert get(url + "/health")["status"] == "ok"
+
+
+def test_a_body_that_never_ends_is_closed(url):
+    with connect(url) as sock:
+        sock.sendall(b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n")
+        sock.sendall(b'Content-Length: 100\r\n\r\n{"text": "a')
+        start = time.monotonic()
+        read_all(sock)  # whatever the handler answers, the connection ends
+    assert time.monotonic() - start < 5
+    assert get(url + "/health")["status"] == "ok"
+
+
+def test_connections_beyond_the_bound_get_a_503_line_and_the_rest_are_served(url):
+    held = [connect(url) for _ in range(8)]
+    try:
+        time.sleep(0.2)
+        with connect(url) as extra:
+            status, error = error_of(read_all(extra))
+        assert status == 503 and "connections" in error
+    finally:
+        for sock in held:
+            sock.close()
+    time.sleep(0.3)
+    assert get(url + "/health")["status"] == "ok"
+
+
+def test_an_idle_keep_alive_connection_is_closed(url):
+    with connect(url) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        first = sock.recv(65536)
+        assert b" 200 " in first.split(b"\r\n")[0]
+        start = time.monotonic()
+        read_all(sock)  # the keep-alive timeout closes it
+    assert time.monotonic() - start < 15
+
+
+def test_a_repeated_error_is_logged_once_a_window_with_the_count_held_back():
+    now = [0.0]
+    repeats = Repeats(window=60.0, clock=lambda: now[0])
+    logger = logging.getLogger("test.repeats")
+    logger.addFilter(repeats)
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger.addHandler(handler)
+    try:
+        for _ in range(100):
+            logger.warning("Invalid HTTP request received.")
+        logger.warning("another kind")
+        now[0] = 61.0
+        logger.warning("Invalid HTTP request received.")
+    finally:
+        logger.removeHandler(handler)
+        logger.removeFilter(repeats)
+    messages = [r.getMessage() for r in records]
+    assert messages == [
+        "Invalid HTTP request received.",
+        "another kind",
+        "Invalid HTTP request received. (and 99 more like it in the last 60 s, not logged)",
+    ]
+
+
+def test_the_server_holds_repeats_of_uvicorns_errors(url):
+    assert any(isinstance(f, Repeats) for f in logging.getLogger(ERRORS).filters)
