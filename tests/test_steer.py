@@ -137,3 +137,16 @@ def test_warp_keeps_the_most_likely_piece_whatever_the_cut():
     for cut in (dict(epsilon=0.9), dict(top_p=1e-9), dict(top_k=1)):
         kept = warp(logprobs, **(dict(temperature=1.0, top_k=None, top_p=1.0, epsilon=0.0) | cut))
         assert kept.isfinite().tolist() == [[True, False, False]]
+
+
+def test_a_prefix_is_refused_past_the_models_output_limit_or_the_vocabulary(tmp_path):
+    from seq2seq.decoding.prefix import prefix_ids
+    from seq2seq.errors import Seq2SeqError
+    from tests.conftest import caption_tokenizer
+
+    tokenizer = caption_tokenizer(tmp_path / "tokenizer.model")
+    assert prefix_ids(tokenizer, ["un chien", "", " "], 3, limit=10)[1:] == [[], []]  # blank: none
+    with pytest.raises(Seq2SeqError, match=r"prefix 1 has \d+ pieces, above the model.s longest output"):
+        prefix_ids(tokenizer, ["un chien court dans la neige"], 1, limit=3)
+    with pytest.raises(Seq2SeqError, match="3 lines but 2 prefixes"):
+        prefix_ids(tokenizer, ["un", "deux"], 3, limit=10)
