@@ -1,5 +1,6 @@
 """The attention explorer's pictures in docs/: the served page and an --attention-html file, each
-taken in headless Debian chromium (Playwright) with an output or a source piece hovered.
+taken in headless Debian chromium (Playwright) with an output or a source piece hovered; and the
+search made visible (docs/decoding.md): the alternatives of an output piece, and the beam as a tree.
 
     python -m scripts.explorer_screenshots --run runs/multi30k-en-fr --out docs
 """
@@ -38,6 +39,7 @@ def main() -> None:
             page.click(f'#target-strip .piece[data-index="{args.piece}"]')  # pinned: stays lit
             page.mouse.move(0, 0)
             page.screenshot(path=args.out / "explorer.png", full_page=True)
+            search_pictures(page, args)
         with tempfile.TemporaryDirectory() as tmp:
             html = Path(tmp) / "explorer.html"
             maps = attention_batch(model, tokenizer, args.file, options=DecodeOptions(beam=args.beam))
@@ -53,7 +55,21 @@ def main() -> None:
             page.mouse.move(0, 0)
             page.screenshot(path=args.out / "explorer-file.png", full_page=True)
         browser.close()
-    print(f"wrote {args.out / 'explorer.png'} and {args.out / 'explorer-file.png'}")
+    names = "explorer.png, explorer-file.png, decoding-alternatives.png, decoding-beam.png"
+    print(f"wrote {names} in {args.out}")
+
+
+def search_pictures(page, args) -> None:
+    """The served page with the beam recorded: the sentence with an output piece's alternatives,
+    and the tree, each as a picture of its own part of the page."""
+    page.reload()
+    page.fill("#source-input", args.served)
+    page.check("#beam-toggle")
+    page.click("#translate-button")
+    page.wait_for_selector("#explorer[data-state=ready]")
+    page.hover(f'#target-strip .piece[data-index="{args.piece}"]')
+    page.locator("#sentence").screenshot(path=args.out / "decoding-alternatives.png")
+    page.locator("#beam-panel").screenshot(path=args.out / "decoding-beam.png")
 
 
 class serving:

@@ -100,9 +100,16 @@ def search_in_batches(
 ) -> Iterator[tuple[int, list[Hypothesis]]]:
     """(i, the hypotheses of ids[i]) for each i of `todo`, searched in batches of similar length
     (less padding), in that length order; `prefixes[i]`, the pieces ids[i]'s output starts with;
-    `traces`, where each i's beam goes, when given."""
+    `traces`, where each i's beam goes, when given. In beam search lines with prefixes are
+    batched by the prefix's length first: then one pass fills the cache with every prefix of a
+    batch, and no beam spends its rows on a prefix still being forced; a greedy row forces a
+    piece at the cost of a step, so there the source's length alone, which pads least, decides
+    (docs/decoding.md measures both)."""
     device = next(model.parameters()).device
-    todo = sorted(todo, key=lambda i: len(ids[i]))
+    if prefixes is not None and any(prefixes) and options.beam > 1 and not options.sample:
+        todo = sorted(todo, key=lambda i: (len(prefixes[i]), len(ids[i])))
+    else:
+        todo = sorted(todo, key=lambda i: len(ids[i]))
     for start in range(0, len(todo), options.batch_size):
         chunk = todo[start : start + options.batch_size]
         src = pad([ids[i] for i in chunk]).to(device)
