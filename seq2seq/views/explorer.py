@@ -39,10 +39,19 @@ def maps_json(maps: AttentionMaps, line: int | None = None) -> dict:
         "forced": maps.forced,
     }
     if maps.alternatives is not None:
-        out["alternatives"] = [asdict(position) for position in maps.alternatives]
+        out["alternatives"] = [rounded(asdict(position)) for position in maps.alternatives]
     if maps.beam is not None:
         out["beam"] = maps.beam
     return out
+
+
+def rounded(position: dict) -> dict:
+    """An alternatives entry with its probabilities and entropy to 6 decimals: a tenth of a
+    percent of a percent, finer than the page shows, and a page a third smaller."""
+    position["p"], position["entropy"] = round(position["p"], 6), round(position["entropy"], 6)
+    for choice in position["top"]:
+        choice["p"] = round(choice["p"], 6)
+    return position
 
 
 def sentence_json(maps: AttentionMaps, line: int | None = None) -> str:
