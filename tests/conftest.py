@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -83,6 +84,22 @@ def write_multi30k(folder: Path, sizes: dict[str, int], langs=("en", "fr"), gz: 
             else:
                 name.write_text(lines, encoding="utf-8")
     return folder
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian chromium driven by Playwright, one per module that asks (the browser tests
+    skip their module first when either is missing)."""
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="browser tests need playwright (the test extra)"
+    )
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("no chromium on PATH: apt-get install -y chromium (.ci/run does, as root)")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium)
+        yield browser
+        browser.close()
 
 
 @pytest.fixture

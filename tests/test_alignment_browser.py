@@ -16,7 +16,7 @@ from tests.cli_helpers import run_cli
 from tests.conftest import EN, FR, caption_tokenizer
 from tests.serve_helpers import write_runs
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (the test extra)")
+pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (the test extra)")
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH: apt-get install -y chromium")
 ARCHS = ["transformer", "rnn"]
@@ -29,16 +29,12 @@ def runs(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def offline():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        context = browser.new_context(offline=True)
-        asked = []
-        context.route(
-            re.compile(r"^https?://"), lambda route: (asked.append(route.request.url), route.abort())
-        )
-        yield context, asked
-        browser.close()
+def offline(browser):
+    context = browser.new_context(offline=True)
+    asked = []
+    context.route(re.compile(r"^https?://"), lambda route: (asked.append(route.request.url), route.abort()))
+    yield context, asked
+    context.close()
 
 
 def piece_cells(alignment: dict, links) -> set[tuple[int, int]]:

@@ -15,7 +15,7 @@ from tests.cli_helpers import run_cli
 from tests.conftest import caption_tokenizer
 from tests.serve_helpers import SENTENCES, live_server, make_app, post, write_runs
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (the test extra)")
+pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (the test extra)")
 pytest.importorskip("fastapi", reason='the server needs the extra: pip install -e ".[serve]"')
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(
@@ -27,14 +27,6 @@ pytestmark = pytest.mark.skipif(
 def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("runs")
     return write_runs(folder, caption_tokenizer(folder / "tokenizer.model"))
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

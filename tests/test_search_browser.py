@@ -15,20 +15,12 @@ from seq2seq.views.explorer import escaped_json, page
 from tests.conftest import caption_tokenizer
 from tests.serve_helpers import SENTENCES, live_server, make_app, post, write_runs
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (the test extra)")
+pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (the test extra)")
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium on PATH: apt-get install -y chromium (.ci/run does, as root)"
 )
 HOSTILE = "<img src=x onerror=alert(1)>"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")
