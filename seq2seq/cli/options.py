@@ -89,7 +89,6 @@ BEAM, NBEST, LENGTH_PENALTY, MIN_LEN, MAX_LEN, CACHE, BATCH_SIZE, BF16 = map(
     ("beam", "nbest", "length_penalty", "min_len", "max_len", "use_cache", "batch_size", "bf16"),
 )
 GREEDY = typer.Option(False, "--greedy", help="Greedy search (same as --beam 1).")
-SAMPLING = ("sample", "temperature", "top_k", "top_p", "epsilon", "num_samples", "seed")
 
 
 def decode_parameters(names: tuple[str, ...]) -> list[inspect.Parameter]:

@@ -15,9 +15,12 @@ def prefix_lines(prefix: str | None, prefix_file: Path | None) -> list[str] | No
     line is translated), or None; --prefix is one text for every line, applied per group."""
     if prefix is not None and prefix_file is not None:
         raise typer.BadParameter("give --prefix or --prefix-file, not both", param_hint="--prefix")
-    if prefix_file is None:
-        return None
-    return [line for group in line_groups(prefix_file, 1 << 16) for line in group]
+    return None if prefix_file is None else whole(prefix_file)
+
+
+def whole(path: Path | None) -> list[str]:
+    """Every line of a file (None: standard input), read through `line_groups`' checks."""
+    return [line for group in line_groups(path, 1 << 16) for line in group]
 
 
 def check_count(prefixes: list[str], lines: int, prefix_file: Path) -> None:

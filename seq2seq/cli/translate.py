@@ -22,14 +22,14 @@ from seq2seq.cli.options import (
     NBEST,
     QUANTIZE,
     RUN,
-    SAMPLING,
     check_precision,
     decode_parameters,
     run_dir,
     with_parameters,
 )
 from seq2seq.cli.outputs import LineWriter, Outputs, numbered, write_file
-from seq2seq.cli.steer import TraceFile, check_count, prefix_lines
+from seq2seq.cli.steer import TraceFile, check_count, prefix_lines, whole
+from seq2seq.decoding.options import SAMPLING
 
 GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
 PAGE_ALTERNATIVES = 5  # an --attention-html page lists this many alternatives at each output piece
@@ -119,7 +119,7 @@ def translate(
     texts = arguments(text) if text else None
     prefixes = prefix_lines(prefix, prefix_file)
     if prefixes is not None:  # read the input whole: the two must pair up before anything is written
-        texts = texts or [line for group in line_groups(input, 1 << 16) for line in group]
+        texts = texts or whole(input)
         check_count(prefixes, len(texts), prefix_file)
     steer = Steer(prefix, prefixes, TraceFile(beam_trace))
     live = texts is None and input is None and stdin_is_terminal()

@@ -92,3 +92,5 @@ class DecodeOptions:
 
 
 GREEDY = DecodeOptions(beam=1)
+# the sampling options: what `translate --sample ...` and the server's requests take together
+SAMPLING = ("sample", "temperature", "top_k", "top_p", "epsilon", "num_samples", "seed")

@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException
 
 from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.alternatives import MAX_ALTERNATIVES
+from seq2seq.decoding.options import SAMPLING
 from seq2seq.decoding.prefix import prefix_ids
 from seq2seq.decoding.search import DecodeOptions, Translations, output_limit
 from seq2seq.errors import Seq2SeqError
@@ -44,8 +45,6 @@ from seq2seq.serve.limits import (
     REQUEST_TIMEOUT,
 )
 from seq2seq.views.explorer import maps_json, page
-
-SAMPLING = ("sample", "temperature", "top_k", "top_p", "epsilon", "num_samples", "seed")
 
 
 def decode_field(name: str, **extra):
