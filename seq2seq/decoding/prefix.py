@@ -23,10 +23,13 @@ from seq2seq.errors import Seq2SeqError
 
 @dataclass
 class Prefix:
-    """The prefixes of a batch: ids (B, P) padded, and each one's length (B,)."""
+    """The prefixes of a batch: ids (B, P) padded, each one's length (B,), and the shortest and
+    longest length as numbers (read at every step: no tensor to wait for)."""
 
     ids: Tensor
     lens: Tensor
+    shortest: int
+    longest: int
 
     @classmethod
     def of(cls, prefixes: list[list[int]], device) -> "Prefix | None":
@@ -34,15 +37,8 @@ class Prefix:
         if not any(prefixes):
             return None
         ids = pad([p or [BOS_ID] for p in prefixes]).to(device)  # a filler no position reads
-        return cls(ids, torch.tensor([len(p) for p in prefixes], device=device))
-
-    @property
-    def shortest(self) -> int:
-        return int(self.lens.min())
-
-    @property
-    def longest(self) -> int:
-        return int(self.lens.max())
+        lens = [len(p) for p in prefixes]
+        return cls(ids, torch.tensor(lens, device=device), min(lens), max(lens))
 
     def force(self, logprobs: Tensor, t: int, sentences: Tensor) -> None:
         """In place: rows whose prefix has a piece at output position `t` may only put out that
