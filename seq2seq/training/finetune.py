@@ -13,7 +13,6 @@ import shutil
 from pathlib import Path
 
 from seq2seq.atomic import write_with
-from seq2seq.data.corpus import load_pairs
 from seq2seq.data.special import UNK_ID
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import Seq2SeqError
@@ -25,22 +24,23 @@ MAX_UNKNOWN = 0.01  # the share of unknown pieces above which a start's tokenize
 SAMPLE = 20_000  # training pairs whose pieces are counted
 
 
-def start(run_dir: Path, config, data_dir: str | None) -> ModelConfig:
-    """For a new run: RUN's model config, which the new run trains, and RUN's tokenizer copied
-    into it (unless it has one), once the tokenizer is seen to cover the corpus; nothing is
-    written before a one-line error (RUN is no run, or its tokenizer does not fit)."""
-    source = Path(config.init_from)
+def start(run_dir: Path, init_from: str) -> ModelConfig:
+    """For a new run: RUN's model config, which the new run trains; a one-line error when RUN is
+    no run with best weights and a tokenizer, or is the run itself."""
+    source = Path(init_from)
     if not (source / ckpt.BEST).is_file() or not (source / ckpt.TOKENIZER).is_file():
         raise Seq2SeqError(f"--init-from {source}: no run there (it needs {ckpt.BEST} and {ckpt.TOKENIZER})")
     if source.resolve() == Path(run_dir).resolve():
         raise Seq2SeqError("--init-from names the run itself; give the new run another --run")
-    model_config = ckpt.model_config(ckpt.load_config(source))
-    pairs = load_pairs(config.corpus, "train", config.src, config.tgt, data_dir)[:SAMPLE]
-    check_coverage(Tokenizer(source / ckpt.TOKENIZER), pairs, source)
-    target = Path(run_dir) / ckpt.TOKENIZER
-    if not target.is_file():
-        write_with(target, lambda temporary: shutil.copyfile(source / ckpt.TOKENIZER, temporary))
-    return model_config
+    return ckpt.model_config(ckpt.load_config(source))
+
+
+def copy_tokenizer(path: Path, init_from: str, pairs: list[tuple[str, str]]) -> None:
+    """RUN's tokenizer as the new run's, at `path`, once it is seen to cover the training pairs
+    (the first SAMPLE of them): nothing is written before a refusal."""
+    source = Path(init_from) / ckpt.TOKENIZER
+    check_coverage(Tokenizer(source), pairs[:SAMPLE], Path(init_from))
+    write_with(path, lambda temporary: shutil.copyfile(source, temporary))
 
 
 def check_coverage(tokenizer: Tokenizer, pairs: list[tuple[str, str]], source: Path) -> None:

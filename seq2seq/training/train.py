@@ -50,7 +50,7 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
     config, model_config = continued(run_dir, config, model_config)
     starting = config.init_from is not None and not resuming  # a fine-tuned run's first start
     if starting:
-        model_config = here.from_main(lambda: finetune.start(run_dir, config, data_dir))
+        model_config = here.from_main(lambda: finetune.start(run_dir, config.init_from))
     folder, model_config, val_pairs = here.from_main(
         lambda: _prepare(run_dir, config, model_config, data_dir)
     )
@@ -108,9 +108,12 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
     path = run_dir / ckpt.TOKENIZER
     if not path.is_file():
         loaded.append(train_pairs())
-        train_tokenizer(
-            (text for pair in loaded[0] for text in pair), path, config.vocab_size, seed=config.seed
-        )
+        if config.init_from is not None:  # a fine-tuned run's first start: the start's tokenizer
+            finetune.copy_tokenizer(path, config.init_from, loaded[0])
+        else:
+            train_tokenizer(
+                (text for pair in loaded[0] for text in pair), path, config.vocab_size, seed=config.seed
+            )
     tokenizer = Tokenizer(path)  # checks it (special ids) before it tokenizes anything
     identity = corpus_identity(config.corpus, "train", config.src, config.tgt, data_dir)
     if identity is None:  # a hub dataset: known by its content
