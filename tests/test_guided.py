@@ -36,6 +36,9 @@ def test_targets_spread_each_link_over_the_pieces_of_its_words():
         ]
     )
     torch.testing.assert_close(q, expected)
+    shifted = Guide(guide.links, starts, layer=None, weight=1.0, position="input")
+    q_input = shifted.targets([[4, 5, 6]], [[7, 4, 5]], [0], max_len=10)[0]  # row t + 1 for piece t
+    torch.testing.assert_close(q_input, torch.cat([torch.zeros(1, 4), expected[:-1]]))
 
 
 def test_the_loss_is_the_cross_entropy_of_the_first_head_of_the_penultimate_layer():
@@ -53,7 +56,7 @@ def reversal_links(path, n_words: list[int]) -> None:
     path.write_text("".join(" ".join(f"{i}-{n - 1 - i}" for i in range(n)) + "\n" for n in n_words))
 
 
-def _trained(tmp_path, name, guided):
+def _trained(tmp_path, name, guided, position="output"):
     data = tmp_path / "data"
     corpus = write_reversal_task(data, n_train=500, n_val=60)
     links = tmp_path / "train.align"
@@ -74,24 +77,28 @@ def _trained(tmp_path, name, guided):
         bf16=False,
         guided_alignment=str(links) if guided else None,
         guided_weight=1.0,
+        guided_position=position,
     )
     train(tmp_path / name, config, REVERSE_MODEL)
     return load_run(tmp_path / name), data
 
 
-def _aer(run, data) -> float:
+def _aer(run, data, method="attention") -> float:
     (model, tokenizer), data = run, data
     val = [line.split("\t") for line in (data / "val.tsv").read_text().splitlines()]
     sources, targets = [s for s, _ in val], [t for _, t in val]
-    found = align(model, tokenizer, sources, targets, Method("attention", layer=1, head=1))
+    found = align(model, tokenizer, sources, targets, Method(method, layer=1, head=1))
     gold = [Links.of({(i, len(s.split()) - 1 - i) for i in range(len(s.split()))}) for s in sources]
     return score([a.links for a in found], gold).aer
 
 
 def test_guided_training_makes_the_guided_head_align(tmp_path):
+    unguided = _trained(tmp_path, "unguided", False)
     guided = _aer(*_trained(tmp_path, "guided", True))
-    unguided = _aer(*_trained(tmp_path, "unguided", False))
-    assert guided < 0.5 and guided < unguided - 0.3, (guided, unguided)
+    assert guided < 0.5 and guided < _aer(*unguided) - 0.3, (guided, _aer(*unguided))
+    # supervised where each piece is the decoder's input, the head aligns one step later
+    at_input = _aer(*_trained(tmp_path, "input", True, "input"), method="shift")
+    assert at_input < 0.5 and at_input < _aer(*unguided, method="shift") - 0.3
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from seq2seq.fields import check_choices, option, ranged
 
 FREEZE = ("none", "encoder", "embeddings")  # what a fine-tuned run keeps as its start had it
+GUIDED_POSITIONS = ("output", "input")  # where guided alignment supervises a piece (guided.py)
 DECAYS = ("rsqrt", "none")  # the lr between warmup and cooldown: falling as 1/sqrt(step), or held
 
 
@@ -101,6 +102,13 @@ class TrainConfig:
         1,
         None,
     )
+    guided_position: str = option(
+        "output",
+        "Where --guided-alignment supervises a target piece's links: output (the position that "
+        "predicts the piece, Garg et al.) or input (one step later, where the piece is the decoder's "
+        "input and the head reads it; align with --method shift).",
+        choices=GUIDED_POSITIONS,
+    )
     # fine-tuning (finetune.py): the start of a new run, recorded in its config.json
     init_from: str | None = option(
         None,
@@ -154,6 +162,7 @@ ADDED = {
     "guided_alignment": None,
     "guided_weight": 0.05,
     "guided_layer": None,
+    "guided_position": "output",
     "init_from": None,
     "freeze": "none",
 }

@@ -10,6 +10,12 @@ q(s | t) = 1 / (their count). A target piece with no link, and EOS, are not supe
 is -sum q log a over the supervised pieces, added to the summed translation loss with
 `guided_weight`, so both are per-piece sums under one normaliser.
 
+Where a piece is supervised (`position`): "output" pulls the attention at the position that
+predicts the piece, whose query has not read it (Garg et al.'s causal variant); "input" pulls the
+attention one step later, where the piece is the decoder's input, so the head aligns a word it
+has read (the position `--method shift` reads: Shift-Att, Chen et al. 2020). The first position,
+whose input is BOS, is then the one not supervised.
+
 Shapes: B pairs, T target positions (pieces + EOS), S source positions (pieces + EOS), H heads.
 """
 
@@ -31,8 +37,16 @@ class Guide:
     """The links of a corpus (one `Links` per corpus line), and the batch targets and loss built
     from them; `starts` (V,) tells which piece ids start a word."""
 
-    def __init__(self, links: list[Links], starts: np.ndarray, layer: int | None, weight: float):
+    def __init__(
+        self,
+        links: list[Links],
+        starts: np.ndarray,
+        layer: int | None,
+        weight: float,
+        position: str = "output",
+    ):
         self.links, self.starts, self.layer, self.weight = links, starts, layer, weight
+        self.shift = int(position == "input")  # rows the targets move down
 
     def check(self, train_set: TokenizedPairs, path: Path) -> None:
         """One line of links per corpus pair, each within its pair's words (counted from the
@@ -61,7 +75,7 @@ class Guide:
         self, src_ids: list[list[int]], tgt_ids: list[list[int]], lines: list[int], max_len: int
     ) -> Tensor:
         """(B, T, S) q(s | t) for a batch `collate` pads the same way (pieces cut to `max_len` - 1,
-        then EOS); rows of unsupervised positions are zero."""
+        then EOS); rows of unsupervised positions are zero. Row t holds piece t - shift's links."""
         src_ids = [s[: max_len - 1] for s in src_ids]
         tgt_ids = [t[: max_len - 1] for t in tgt_ids]
         S, T = max(map(len, src_ids)) + 1, max(map(len, tgt_ids)) + 1
@@ -75,7 +89,7 @@ class Guide:
             i, j = np.array(sorted(links)).T
             keep = (i <= sw[-1]) & (j <= tw[-1])  # words cut off with their pieces
             words[i[keep], j[keep]] = 1.0
-            out[b, : len(t), : len(s)] = words.T[tw][:, sw]  # (target pieces, source pieces)
+            out[b, self.shift : len(t) + self.shift, : len(s)] = words.T[tw][:, sw]  # (pieces, pieces)
         mass = out.sum(-1, keepdims=True)
         return torch.from_numpy(np.divide(out, mass, out=np.zeros_like(out), where=mass > 0))
 
@@ -95,6 +109,6 @@ def guide_of(config, train_set: TokenizedPairs, tokenizer) -> Guide | None:
         return None
     path = Path(config.guided_alignment)
     starts = word_starts(tokenizer.id_pieces(list(range(tokenizer.vocab_size))))
-    guide = Guide(read_links(path), starts, config.guided_layer, config.guided_weight)
+    guide = Guide(read_links(path), starts, config.guided_layer, config.guided_weight, config.guided_position)
     guide.check(train_set, path)
     return guide
