@@ -75,7 +75,7 @@ def align(
     texts = [sources[i] for i in todo]
     if forced:
         outputs = [targets[i] for i in todo]
-        out_ids = tokenizer.encode(outputs)
+        out_ids = tokenizer.encode(outputs, "target")
         _check_lengths(model, out_ids, todo)
     else:
         result = translate(model, tokenizer, texts, options)

@@ -18,13 +18,13 @@ def tokenize(
     **recipe,
 ):
     """Train the joint SentencePiece model of a run, or show how it splits TEXT."""
-    from seq2seq.data.tokenizer import Tokenizer
+    from seq2seq.data.tokenizer import open_tokenizer
     from seq2seq.training.checkpoint import BEST, LAST, TOKENIZER
 
     corpus, src, tgt, vocab_size = (recipe[name] for name in TOKENIZE)
     run = run_dir(run, corpus, src, tgt)
     if text is not None:
-        tokenizer = Tokenizer(run / TOKENIZER)
+        tokenizer = open_tokenizer(run / TOKENIZER)
         display.pieces(text, tokenizer.pieces(text), tokenizer.encode([text])[0])
         return
     if (run / BEST).exists() or (run / LAST).exists():

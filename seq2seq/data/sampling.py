@@ -29,7 +29,7 @@ import numpy as np
 from seq2seq.atomic import write_with
 from seq2seq.data.batch import batching_lengths
 from seq2seq.data.tokenized import TokenizedPairs, load
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer import Tokenizer, open_tokenizer
 
 CHUNK = 50_000  # sources sampled per call: a million-pair corpus never holds its texts at once
 KEPT = "sampled.npz"  # in the run directory: the current epoch's draw
@@ -116,7 +116,7 @@ def draw_chunk(
 ) -> Drawn:
     """The sources of rows start .. stop sampled at `alpha` with seed `draw`."""
     (texts,) = pairs.columns(range(start, stop), "src")
-    return _flattened(tokenizer.sample(texts, alpha, draw))
+    return _flattened(tokenizer.sample(texts, alpha, draw, "source"))
 
 
 def _flattened(ids: list[list[int]]) -> Drawn:
@@ -143,7 +143,7 @@ _adopted: tuple = ()  # in a worker process: (pairs, tokenizer, alpha)
 
 def _adopt(folder: str, tokenizer_path: str, alpha: float) -> None:
     global _adopted
-    _adopted = (load(folder), Tokenizer(tokenizer_path), alpha)
+    _adopted = (load(folder), open_tokenizer(tokenizer_path), alpha)
 
 
 def _draw_adopted(chunk: tuple[int, int, int]) -> Drawn:

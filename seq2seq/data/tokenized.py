@@ -181,10 +181,10 @@ class Encoder:
 
     def __call__(self, batch: dict) -> dict:
         if self._sp is None:
-            import sentencepiece as spm
+            from seq2seq.data.tokenizer import open_tokenizer
 
-            self._sp = spm.SentencePieceProcessor(model_file=self.tokenizer_path)
-        src, tgt = self._sp.Encode(batch["src"]), self._sp.Encode(batch["tgt"])
+            self._sp = open_tokenizer(self.tokenizer_path)
+        src, tgt = self._sp.encode(batch["src"], "source"), self._sp.encode(batch["tgt"], "target")
         return {
             "src": batch["src"],
             "src_ids": src,

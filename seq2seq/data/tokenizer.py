@@ -1,4 +1,9 @@
-"""One joint SentencePiece model for both languages, so embeddings and output layer can be tied."""
+"""One joint SentencePiece model for both languages, so embeddings and output layer can be tied.
+
+Every text-to-ids method takes the text's `side` ("source" or "target"): the joint model reads
+both alike, an imported Marian model's tokenizer (`pair_tokenizer.py`) has one model per side.
+`open_tokenizer` opens either from a run's `tokenizer.model`.
+"""
 
 import io
 import os
@@ -37,11 +42,11 @@ class Tokenizer:
     def vocab_size(self) -> int:
         return self.sp.GetPieceSize()
 
-    def encode(self, texts: list[str]) -> list[list[int]]:
+    def encode(self, texts: list[str], side: str = "source") -> list[list[int]]:
         """Piece ids without BOS/EOS; the batcher adds those where each side needs them."""
         return self.sp.Encode(texts)
 
-    def sample(self, texts: list[str], alpha: float, seed: int) -> list[list[int]]:
+    def sample(self, texts: list[str], alpha: float, seed: int, side: str = "source") -> list[list[int]]:
         """One segmentation per text drawn from the whole lattice with probability ~ P(x)^alpha
         (subword regularization, Kudo 2018): training sees the many ways a word splits, so the
         model leans less on one. SentencePiece's generator is global and its state unsaved, so it
@@ -54,15 +59,26 @@ class Tokenizer:
     def decode(self, ids: list[list[int]]) -> list[str]:
         return self.sp.Decode(ids)
 
-    def pieces(self, text: str) -> list[str]:
+    def pieces(self, text: str, side: str = "source") -> list[str]:
         return self.sp.EncodeAsPieces(text)
 
-    def count_pieces(self, texts: list[str]) -> list[int]:
-        return [len(ids) for ids in self.encode(texts)]
+    def count_pieces(self, texts: list[str], side: str = "source") -> list[int]:
+        return [len(ids) for ids in self.encode(texts, side)]
 
     def id_pieces(self, ids: list[int]) -> list[str]:
         """The piece of each id, specials included (`<s>`, `</s>`): labels for attention maps."""
         return [self.sp.IdToPiece(i) for i in ids]
+
+
+def open_tokenizer(path: str | Path) -> Tokenizer:
+    """A run's tokenizer: the joint SentencePiece model, or an imported model's archive of two."""
+    path = Path(path)
+    if path.is_file():
+        from seq2seq.data.pair_tokenizer import PairTokenizer, is_archive
+
+        if is_archive(path):
+            return PairTokenizer(path)
+    return Tokenizer(path)
 
 
 def is_blank(text: str) -> bool:

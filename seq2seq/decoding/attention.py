@@ -123,7 +123,7 @@ def attention_batch(
         )
     if len(translations) != len(sources):
         raise Seq2SeqError(f"{len(sources)} sources but {len(translations)} translations")
-    targets = tokenizer.encode(translations)
+    targets = tokenizer.encode(translations, "target")
     maps = attention_of(model, tokenizer, sources, translations, targets, options.batch_size)
     return steered(maps, model, tokenizer, sources, targets, options, alternatives=alternatives)
 
@@ -142,7 +142,7 @@ def steered(
     """The maps with what a page draws of the search that made them, in place: how many pieces
     the prefixes forced, the beam's nodes, and `alternatives` at each output position."""
     if prefixes is not None:
-        for m, ids in zip(maps, tokenizer.encode(prefixes), strict=True):
+        for m, ids in zip(maps, tokenizer.encode(prefixes, "target"), strict=True):
             m.forced = len(ids)
     for m, nodes in zip(maps, traces, strict=True) if traces is not None else ():
         nodes = with_pieces(tokenizer, nodes)

@@ -41,7 +41,7 @@ def score_pairs(
     if len(sources) != len(targets):
         raise Seq2SeqError(f"{len(sources)} sources but {len(targets)} targets; they must pair up")
     src_ids, _ = source_ids(model, tokenizer, sources)
-    tgt_ids = tokenizer.encode(targets)
+    tgt_ids = tokenizer.encode(targets, "target")
     return score_ids(model, src_ids, tgt_ids, length_penalty, batch_size)
 
 

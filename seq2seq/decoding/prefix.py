@@ -74,7 +74,10 @@ def prefix_ids(tokenizer, prefixes: list[str] | None, lines: int, limit: int) ->
         return [[] for _ in range(lines)]
     if len(prefixes) != lines:
         raise Seq2SeqError(f"{lines} lines but {len(prefixes)} prefixes; give one prefix a line")
-    ids = [[] if is_blank(p) else row for p, row in zip(prefixes, tokenizer.encode(prefixes), strict=True)]
+    ids = [
+        [] if is_blank(p) else row
+        for p, row in zip(prefixes, tokenizer.encode(prefixes, "target"), strict=True)
+    ]
     for number, (text, row) in enumerate(zip(prefixes, ids, strict=True), start=1):
         if UNK_ID in row:
             raise Seq2SeqError(

@@ -2,7 +2,8 @@
 
     config.json        {"model": model config (its "arch" names the architecture), "train":
                        TrainConfig, "tokenizer": {...}} as JSON
-    tokenizer.model    the SentencePiece model
+    tokenizer.model    the SentencePiece model (an imported Marian model: an archive of two, see
+                       data/pair_tokenizer.py)
     model.safetensors  best weights by validation BLEU
     last.safetensors   latest weights *and* optimizer/schedule/RNG state in one file, so a kill
                        can never pair the weights of one step with the optimizer of another
@@ -25,7 +26,7 @@ from safetensors.torch import save_file
 from torch import nn
 
 from seq2seq.atomic import write_atomic, write_with
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer import Tokenizer, open_tokenizer
 from seq2seq.device import resolve_device
 from seq2seq.errors import Seq2SeqError, first_line
 from seq2seq.models.protocol import Seq2SeqModel
@@ -89,7 +90,7 @@ def load_run(
     if isinstance(device, str) and device in ("auto", "cpu", "cuda"):
         device = resolve_device(device)
     cfg = model_config(load_config(run_dir))
-    tokenizer = Tokenizer(run_dir / TOKENIZER)
+    tokenizer = open_tokenizer(run_dir / TOKENIZER)
     if tokenizer.vocab_size != cfg.vocab_size:
         raise Seq2SeqError(
             f"{run_dir}: tokenizer has {tokenizer.vocab_size} pieces but the model expects "

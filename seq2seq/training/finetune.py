@@ -14,7 +14,7 @@ from pathlib import Path
 
 from seq2seq.atomic import write_with
 from seq2seq.data.special import UNK_ID
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer import Tokenizer, open_tokenizer
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.protocol import Seq2SeqModel
 from seq2seq.models.registry import ModelConfig
@@ -39,14 +39,15 @@ def copy_tokenizer(path: Path, init_from: str, pairs: list[tuple[str, str]]) -> 
     """RUN's tokenizer as the new run's, at `path`, once it is seen to cover the training pairs
     (the first SAMPLE of them): nothing is written before a refusal."""
     source = Path(init_from) / ckpt.TOKENIZER
-    check_coverage(Tokenizer(source), pairs[:SAMPLE], Path(init_from))
+    check_coverage(open_tokenizer(source), pairs[:SAMPLE], Path(init_from))
     write_with(path, lambda temporary: shutil.copyfile(source, temporary))
 
 
 def check_coverage(tokenizer: Tokenizer, pairs: list[tuple[str, str]], source: Path) -> None:
     """Refuse a corpus the start's tokenizer does not cover: more than MAX_UNKNOWN of the pieces
     of `pairs` unknown, said as the rate."""
-    pieces = tokenizer.encode([text for pair in pairs for text in pair])
+    sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
+    pieces = tokenizer.encode(sources, "source") + tokenizer.encode(targets, "target")
     total, unknown = sum(map(len, pieces)), sum(p.count(UNK_ID) for p in pieces)
     rate = unknown / max(total, 1)
     if rate > MAX_UNKNOWN:

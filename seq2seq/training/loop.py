@@ -42,7 +42,7 @@ class Loop:
         self.tokenizer, self.train_set, self.world, self.device = tokenizer, train_set, world, world.device
         self.val_pairs = val_pairs if world.is_main else []
         self.val_src = tokenizer.encode([s for s, _ in self.val_pairs])
-        self.val_tgt = tokenizer.encode([t for _, t in self.val_pairs])
+        self.val_tgt = tokenizer.encode([t for _, t in self.val_pairs], "target")
         self.max_len = model.cfg.max_positions
         self.val_options = DecodeOptions(beam=1, bf16=config.bf16)  # --fp32 validates in fp32 too
         self.dropout = model.cfg.dropout  # what the model's dropout modules are set to now

@@ -179,9 +179,9 @@ def _vocabulary_notices(run_dir: Path, typed: dict[str, object]) -> list[str]:
     SentencePiece may not have reached, so a differing one is said, not refused."""
     if "vocab_size" not in typed or not (run_dir / ckpt.TOKENIZER).is_file():
         return []
-    from seq2seq.data.tokenizer import Tokenizer
+    from seq2seq.data.tokenizer import open_tokenizer
 
-    pieces = Tokenizer(run_dir / ckpt.TOKENIZER).vocab_size
+    pieces = open_tokenizer(run_dir / ckpt.TOKENIZER).vocab_size
     if pieces == typed["vocab_size"]:
         return []
     return [f"--vocab-size is not used: {run_dir} already has a tokenizer of {pieces} pieces"]

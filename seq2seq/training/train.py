@@ -13,7 +13,7 @@ import torch
 
 from seq2seq.data import tokenized
 from seq2seq.data.corpus import MAX_RATIO, FilterReport, corpus_identity, load_pairs
-from seq2seq.data.tokenizer import Tokenizer, train_tokenizer
+from seq2seq.data.tokenizer import open_tokenizer, train_tokenizer
 from seq2seq.device import agree_on_bf16, bf16_speedup, precision_note, use_bf16
 from seq2seq.models.registry import ModelConfig, build_model
 from seq2seq.training import checkpoint as ckpt
@@ -54,7 +54,7 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
     folder, model_config, val_pairs = here.from_main(
         lambda: _prepare(run_dir, config, model_config, data_dir)
     )
-    tokenizer = Tokenizer(run_dir / ckpt.TOKENIZER)
+    tokenizer = open_tokenizer(run_dir / ckpt.TOKENIZER)
     train_set = tokenized.load(folder)
     if config.bf16 and here.size > 1:  # one measurement decides for every process
         agree_on_bf16(here.from_main(lambda: bf16_speedup(here.device)))
@@ -114,7 +114,7 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
             train_tokenizer(
                 (text for pair in loaded[0] for text in pair), path, config.vocab_size, seed=config.seed
             )
-    tokenizer = Tokenizer(path)  # checks it (special ids) before it tokenizes anything
+    tokenizer = open_tokenizer(path)  # checks it (special ids) before it tokenizes anything
     identity = corpus_identity(config.corpus, "train", config.src, config.tgt, data_dir)
     if identity is None:  # a hub dataset: known by its content
         loaded[:] = [train_pairs()]

@@ -1,0 +1,138 @@
+"""Two SentencePiece models, one per side, over one id table: the tokenizer of a Marian model
+(OPUS-MT), which `seq2seq import` brings in (`export/marian.py`), beside the joint one of our own
+runs (`tokenizer.py`), behind the same interface.
+
+A Marian source text is cut into pieces by the source model, a target text by the target model,
+and both sides' pieces take their ids from the model's vocabulary (vocab.json: piece -> id, the
+unknown piece for one it lacks), as `MarianTokenizer` does; a leading language code (">>fr<<")
+is one piece of its own. Our special ids are fixed (`special.py`), Marian's are not (EOS 0, UNK
+1, PAD wherever the vocabulary puts it, and PAD starts the decoder), so the table is reordered:
+our 0 (PAD) and 2 (BOS) are Marian's PAD, 1 its UNK, 3 its EOS, and from 4 on its other ids in
+their order. `marian_ids` says which Marian id each of ours is: the importer reorders the
+embedding rows by it, so the model computes the same function over the new ids.
+
+The run keeps the three files in one archive (`tokenizer.model`, a zip holding source.spm,
+target.spm and vocab.json, written with fixed dates so its bytes, which key the tokenized corpus,
+depend on the files alone).
+"""
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import sentencepiece as spm
+
+from seq2seq.atomic import write_atomic
+from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.errors import Seq2SeqError
+
+FILES = ("source.spm", "target.spm", "vocab.json")
+SPECIALS = {"pad": "<pad>", "unk": "<unk>", "eos": "</s>"}
+DATE = (1980, 1, 1, 0, 0, 0)  # the earliest a zip holds: the archive's bytes are its files'
+
+
+def is_archive(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PK\x03\x04"
+    except OSError:  # the joint model's loader says why in its own words
+        return False
+
+
+def write_archive(path: Path, source_spm: bytes, target_spm: bytes, vocab: dict[str, int]) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
+        contents = (source_spm, target_spm, json.dumps(vocab, ensure_ascii=False).encode("utf-8"))
+        for name, data in zip(FILES, contents, strict=True):
+            z.writestr(zipfile.ZipInfo(name, DATE), data)
+    write_atomic(path, buffer.getvalue())
+
+
+def marian_order(vocab: dict[str, int]) -> np.ndarray:
+    """(V + 1,) the Marian id of each of our ids (their PAD twice: as our PAD and our BOS)."""
+    missing = [p for p in SPECIALS.values() if p not in vocab]
+    if missing:
+        raise ValueError(f"the vocabulary has no {', '.join(missing)}")
+    pad, unk, eos = (vocab[SPECIALS[k]] for k in ("pad", "unk", "eos"))
+    ids = sorted(set(vocab.values()))
+    if ids != list(range(len(ids))) or len(ids) != len(vocab):
+        raise ValueError("the vocabulary's ids are not 0 .. N-1, each once")
+    rest = [i for i in ids if i not in (pad, unk, eos)]
+    order = np.empty(len(ids) + 1, dtype=np.int64)
+    order[[PAD_ID, UNK_ID, BOS_ID, EOS_ID]] = pad, unk, pad, eos
+    order[4:] = rest
+    return order
+
+
+class PairTokenizer(Tokenizer):
+    """Text <-> our ids through a source and a target SentencePiece model and one vocabulary."""
+
+    def __init__(self, path: str | Path):  # the joint model's loader does not apply
+        self.path = path = Path(path)
+        try:
+            with zipfile.ZipFile(path) as z:
+                source, target, vocab = (z.read(name) for name in FILES)
+            vocab = json.loads(vocab)
+            self.marian_ids = marian_order(vocab)
+            self.sides = {"source": _processor(source), "target": _processor(target)}
+        except (OSError, KeyError, ValueError, RuntimeError, zipfile.BadZipFile) as e:
+            raise Seq2SeqError(f"{path} is not a source/target tokenizer archive ({e})") from None
+        by_marian = {marian: ours for ours, marian in enumerate(self.marian_ids) if ours != BOS_ID}
+        self.table = {piece: by_marian[i] for piece, i in vocab.items()}  # piece -> our id
+        self.piece_of = {ours: piece for piece, ours in self.table.items()} | {BOS_ID: "<s>"}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.marian_ids)
+
+    def encode(self, texts: list[str], side: str = "source") -> list[list[int]]:
+        processor = self.sides[side]
+        return [self._ids(code, processor.Encode(text, out_type=str)) for code, text in map(_code, texts)]
+
+    def sample(self, texts: list[str], alpha: float, seed: int, side: str = "source") -> list[list[int]]:
+        """As the joint model's `sample`, with the side's model."""
+        spm.set_random_generator_seed(seed)
+        processor, split = self.sides[side], [_code(t) for t in texts]
+        pieces = processor.Encode(
+            [t for _, t in split],
+            out_type=str,
+            enable_sampling=True,
+            alpha=alpha,
+            nbest_size=-1,
+            num_threads=1,
+        )
+        return [self._ids(code, p) for (code, _), p in zip(split, pieces, strict=True)]
+
+    def _ids(self, code: list[str], pieces: list[str]) -> list[int]:
+        return [self.table.get(p, UNK_ID) for p in code + pieces]
+
+    def decode(self, ids: list[list[int]]) -> list[str]:
+        """The target model joins the pieces; PAD, BOS and EOS are left out."""
+        processor = self.sides["target"]
+        skip = (PAD_ID, BOS_ID, EOS_ID)
+        return [processor.DecodePieces([self.piece_of[i] for i in row if i not in skip]) for row in ids]
+
+    def pieces(self, text: str, side: str = "source") -> list[str]:
+        code, text = _code(text)
+        return code + self.sides[side].Encode(text, out_type=str)
+
+    def count_pieces(self, texts: list[str], side: str = "source") -> list[int]:
+        return [len(ids) for ids in self.encode(texts, side)]
+
+    def id_pieces(self, ids: list[int]) -> list[str]:
+        return [self.piece_of[int(i)] for i in ids]
+
+
+def _processor(model: bytes) -> spm.SentencePieceProcessor:
+    processor = spm.SentencePieceProcessor()
+    processor.LoadFromSerializedProto(model)
+    return processor
+
+
+def _code(text: str) -> tuple[list[str], str]:
+    """A leading language code (">>fr<<") apart from the text, as MarianTokenizer splits it."""
+    end = text.find("<<") if text.startswith(">>") else -1
+    return ([text[: end + 2]], text[end + 2 :]) if end != -1 else ([], text)
