@@ -9,7 +9,7 @@ import pytest
 from seq2seq.cli import app as cli
 from tests.cli_helpers import run_cli
 
-COMMANDS = [c.callback.__name__ for c in cli.app.registered_commands]
+COMMANDS = [c.name or c.callback.__name__ for c in cli.app.registered_commands]
 
 
 def help_of(args, capsys, monkeypatch) -> str:
@@ -25,7 +25,9 @@ def flat(text: str) -> str:
 @pytest.mark.parametrize("command", COMMANDS)
 def test_each_command_s_help_reads_as_written(command, capsys, monkeypatch):
     page = help_of([command], capsys, monkeypatch)
-    callback = next(c.callback for c in cli.app.registered_commands if c.callback.__name__ == command)
+    callback = next(
+        c.callback for c in cli.app.registered_commands if (c.name or c.callback.__name__) == command
+    )
     assert flat(textwrap.dedent(callback.__doc__)) in flat(page)  # reflowed, never cut mid-sentence
     assert "<bool>" not in page  # a switch takes no value
     assert not re.search(r"\S \.(\s|$)", page), "a stray space before a full stop (a cut default)"

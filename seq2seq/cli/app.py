@@ -14,7 +14,7 @@ from seq2seq.allocator import keep_freed_memory
 from seq2seq.cli import display
 from seq2seq.cli.align import align
 from seq2seq.cli.evaluate import evaluate, score
-from seq2seq.cli.export import export
+from seq2seq.cli.export import export, import_model
 from seq2seq.cli.io import ReaderLeft
 from seq2seq.cli.serve import serve
 from seq2seq.cli.train import tokenize, train
@@ -33,10 +33,12 @@ app = typer.Typer(
 
 
 # One rule for where a command goes: cli/<group>.py holds a group of commands as plain functions
-# (train.py: tokenize, train; translate.py; evaluate.py: evaluate, score; export.py; serve.py),
+# (train.py: tokenize, train; translate.py; evaluate.py: evaluate, score; export.py: export, import;
+# serve.py),
 # registered here.
 for command in (tokenize, train, translate, evaluate, score, align, export, serve):
     app.command()(command)
+app.command("import")(import_model)
 
 
 def discard_stdout() -> None:

@@ -125,6 +125,12 @@ def exported(path: Path, quantization: str | None) -> None:
     out.print(f"wrote the CTranslate2 model {path} ({quantization or 'float32'} weights)", markup=False)
 
 
+def imported(run: Path) -> None:
+    out.print(
+        f"wrote the run {run} (translate, evaluate, serve it; fine-tune it with --init-from)", markup=False
+    )
+
+
 def exported_huggingface(path: Path) -> None:
     ships_code = (path / "modeling_gated.py").exists()  # a gated block: the model is code of the folder's
     how = "; the model with trust_remote_code=True, for the modeling_gated.py it ships" if ships_code else ""

@@ -1,4 +1,5 @@
-"""`seq2seq export`: a run for another inference engine, the same weights and vocabulary."""
+"""`seq2seq export`: a run for another inference engine, the same weights and vocabulary; and
+`seq2seq import`, the other way: a Marian (OPUS-MT) checkpoint as a run."""
 
 from pathlib import Path
 
@@ -33,3 +34,20 @@ def export(
 
     out = export_ctranslate2(run_dir(run), output, quantization, force)
     display.exported(out, quantization)
+
+
+def import_model(
+    source: str = typer.Argument(
+        ..., help="A Hugging Face Marian checkpoint (OPUS-MT): its folder, or its Hub id when online."
+    ),
+    run: Path = typer.Option(..., "--run", help="The run directory to write."),
+    src: str | None = typer.Option(None, help="Source language [default: the checkpoint's]."),
+    tgt: str | None = typer.Option(None, help="Target language [default: the checkpoint's]."),
+    force: bool = typer.Option(False, "--force", help="Replace RUN if it exists."),
+):
+    """Import a Marian model (Helsinki-NLP's OPUS-MT, as transformers saves it: config.json, the
+    weights, source.spm, target.spm, vocab.json) as a run: translate, evaluate, serve, the
+    attention views, export and fine-tuning (train --init-from) then work on it."""
+    from seq2seq.export.marian import import_marian
+
+    display.imported(import_marian(source, run, force, src, tgt))

@@ -72,7 +72,7 @@ def train(
         None,
         help="transformer: feed-forward block, swiglu (gated: the small preset's, 680 wide) or relu "
         "(the tiny and base presets'; at equal parameters relu is 3/2 as wide: --ffn relu --ff 1024 is "
-        "the small preset with a ReLU block).",
+        "the small preset with a ReLU block), or silu (ReLU's block through SiLU: OPUS-MT's).",
     ),
     dropout: float = typer.Option(0.1, min=0.0, max=0.9, callback=finite, help="Dropout."),
     **recipe,

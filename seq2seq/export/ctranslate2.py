@@ -46,7 +46,7 @@ def transformer_spec(model, vocabulary: list[str]):
         (cfg.n_encoder_layers, cfg.n_decoder_layers),
         cfg.n_heads,
         pre_norm=cfg.norm_first,
-        activation=common_spec.Activation.SWISH if gated else common_spec.Activation.RELU,
+        activation=common_spec.Activation.RELU if cfg.ffn == "relu" else common_spec.Activation.SWISH,
         ffn_glu=gated,  # act(linear_0(x)) * linear_0_noact(x), then linear_1
     )
     embeddings, positions = _array(model.embed.weight), _array(model.positions)

@@ -51,7 +51,7 @@ def export_huggingface(run_dir: Path, output_dir: Path, force: bool = False) -> 
     card = model_card(run_dir, model, hf)
 
     def write(folder: Path) -> None:
-        with _quiet():
+        with quiet():
             hf.save_pretrained(folder)
         generation_config(model.cfg).save_pretrained(folder)
         save_tokenizer(fast, folder)
@@ -76,15 +76,17 @@ def _installed(module: str) -> bool:
 
 
 @contextmanager
-def _quiet():
-    """No progress bar from transformers for writing one small file."""
+def quiet():
+    """No progress bar from transformers for one small file, and no notices but errors."""
     from transformers.utils import logging
 
-    shown = logging.is_progress_bar_enabled()
+    shown, verbosity = logging.is_progress_bar_enabled(), logging.get_verbosity()
     logging.disable_progress_bar()
+    logging.set_verbosity_error()
     try:
         yield
     finally:
+        logging.set_verbosity(verbosity)
         if shown:
             logging.enable_progress_bar()
 
@@ -101,7 +103,7 @@ def hf_model(model):
         decoder_attention_heads=cfg.n_heads,
         encoder_ffn_dim=cfg.d_ff,
         decoder_ffn_dim=cfg.d_ff,
-        activation_function="relu" if cfg.ffn == "relu" else "silu",  # the gated classes replace it
+        activation_function="relu" if cfg.ffn == "relu" else "silu",  # the gated classes read it so
         dropout=cfg.dropout,  # where ours applies it: embeddings, sub-layer outputs, attention, ReLU
         attention_dropout=cfg.dropout,
         activation_dropout=cfg.dropout,
@@ -128,7 +130,7 @@ def hf_classes(cfg) -> tuple[type, type]:
     class), registered so that save_pretrained ships that file and names it in `auto_map`."""
     import transformers as t
 
-    if cfg.ffn == "relu":
+    if cfg.ffn != "swiglu":
         return (
             (t.PegasusForConditionalGeneration, t.PegasusConfig)
             if cfg.norm_first

@@ -86,8 +86,8 @@ def model_card(run_dir: Path, model, hf) -> str:
 def _feed_forward_fields(cfg, hf) -> dict[str, str]:
     """The card's block row, load options and remote-code paragraph: a gated block needs the
     folder's own model code, so trust_remote_code and a word on what it runs."""
-    if cfg.ffn == "relu":
-        return dict(block="ReLU", load_options="", remote_code="")
+    if cfg.ffn != "swiglu":
+        return dict(block="ReLU" if cfg.ffn == "relu" else "SiLU", load_options="", remote_code="")
     return dict(
         block="SwiGLU (gated)",
         load_options=", trust_remote_code=True",

@@ -1,13 +1,14 @@
-"""The Transformer's position-wise feed-forward block, in one of two kinds.
+"""The Transformer's position-wise feed-forward block, in one of three kinds.
 
-`relu` is the 2017 paper's: Linear -> ReLU -> Linear. `swiglu` is the gated block of Shazeer
-(2020, "GLU Variants Improve Transformer"): one projection, through SiLU, decides unit by unit how
-much of a second projection passes. Narang et al. (2021, "Do Transformer Modifications Transfer
-Across Implementations and Applications?") found the GLU variants among the few changes that
-helped translation as well as language modelling. A gated block has three matrices where ReLU's
-has two, so at equal parameters its hidden width is 2/3 of ReLU's: the small preset's gated block
-is 680 wide where a ReLU block of the same parameters is 1024 (`--ffn relu --ff 1024`), 7.6M
-parameters either way.
+`relu` is the 2017 paper's: Linear -> ReLU -> Linear. `silu` is the same block through SiLU
+(swish), what OPUS-MT's Marian models use (`seq2seq import` brings them in). `swiglu` is the
+gated block of Shazeer (2020, "GLU Variants Improve Transformer"): one projection, through SiLU,
+decides unit by unit how much of a second projection passes. Narang et al. (2021, "Do
+Transformer Modifications Transfer Across Implementations and Applications?") found the GLU
+variants among the few changes that helped translation as well as language modelling. A gated
+block has three matrices where ReLU's has two, so at equal parameters its hidden width is 2/3 of
+ReLU's: the small preset's gated block is 680 wide where a ReLU block of the same parameters is
+1024 (`--ffn relu --ff 1024`), 7.6M parameters either way.
 """
 
 import torch.nn.functional as F
@@ -20,8 +21,17 @@ class FeedForward(nn.Sequential):
     """Linear -> ReLU -> dropout -> Linear. A Sequential, so that its weights keep the names
     (ff.0, ff.3) every run has saved and the exports read, and packed decoding fuses the ReLU."""
 
+    activation = nn.ReLU
+
     def __init__(self, d_model: int, d_ff: int, dropout: float):
-        super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), Dropout(dropout), nn.Linear(d_ff, d_model))
+        linears = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        super().__init__(linears[0], self.activation(), Dropout(dropout), linears[1])
+
+
+class SiLUFeedForward(FeedForward):
+    """Linear -> SiLU -> dropout -> Linear, under the same names."""
+
+    activation = nn.SiLU
 
 
 class GatedFeedForward(nn.Module):
@@ -45,7 +55,8 @@ def outer_linears(ff: nn.Module) -> tuple[nn.Linear, nn.Linear]:
     return (ff.gate_up, ff.out) if isinstance(ff, GatedFeedForward) else (ff[0], ff[3])
 
 
-BLOCKS = {"relu": FeedForward, "swiglu": GatedFeedForward}  # a config's `ffn` -> its block
+# a config's `ffn` -> its block
+BLOCKS = {"relu": FeedForward, "silu": SiLUFeedForward, "swiglu": GatedFeedForward}
 FFNS = tuple(BLOCKS)
 
 

@@ -33,7 +33,7 @@ class TransformerConfig:
     max_positions: int = ranged(256, 2, 1 << 16)  # longest source or target, in pieces, EOS/BOS included
     norm_first: bool = True  # pre-LN; False gives the original paper's post-LN "Add & Norm"
     tie_embeddings: bool = True  # output projection shares the joint embedding matrix
-    ffn: str = "relu"  # the feed-forward block: relu or swiglu (models/feed_forward.py)
+    ffn: str = "relu"  # the feed-forward block: relu, silu or swiglu (models/feed_forward.py)
     arch: str = field(default="transformer", init=False)  # names the class in config.json
 
     def __post_init__(self):

@@ -35,6 +35,16 @@ def start(run_dir: Path, init_from: str) -> ModelConfig:
     return ckpt.model_config(ckpt.load_config(source))
 
 
+def refuse_imported(run_dir: Path) -> None:
+    """An imported model's run is never trained over (its weights would be replaced): it is a
+    start for a new run."""
+    config = Path(run_dir) / ckpt.CONFIG
+    if config.is_file() and "imported" in ckpt.load_config(run_dir):
+        raise Seq2SeqError(
+            f"{run_dir} holds an imported model; fine-tune it into a new run: --init-from {run_dir} --run NEW"
+        )
+
+
 def copy_tokenizer(path: Path, init_from: str, pairs: list[tuple[str, str]]) -> None:
     """RUN's tokenizer as the new run's, at `path`, once it is seen to cover the training pairs
     (the first SAMPLE of them): nothing is written before a refusal."""

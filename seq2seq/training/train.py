@@ -47,6 +47,8 @@ def train(
 def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here: World) -> dict:
     start_time = time.monotonic()
     resuming = is_resumable(run_dir)
+    if not resuming:
+        finetune.refuse_imported(run_dir)
     config, model_config = continued(run_dir, config, model_config)
     starting = config.init_from is not None and not resuming  # a fine-tuned run's first start
     if starting:

@@ -1,0 +1,235 @@
+"""A Hugging Face Marian checkpoint (Helsinki-NLP's OPUS-MT, `MarianMTModel`) as a run directory
+of ours: `seq2seq import`. Every tool then works on it as on a run we trained.
+
+A Marian model is our post-LN Transformer (`norm_first=False`) with sqrt(D)-scaled embeddings
+shared by encoder, decoder and output, biases everywhere, and a ReLU or SiLU ("swish")
+feed-forward block; what differs is laid out, not computed, differently, and is undone here:
+
+- its position table holds all sines then all cosines where ours interleaves them: the residual
+  stream's dims are permuted back (`residual_order`, the inverse of the Hugging Face export's);
+- its special ids are not ours: the vocabulary is reordered (`pair_tokenizer.marian_order`) and
+  so are the rows of the embedding and the output layer;
+- `final_logits_bias`, when it is not zero, or an output layer of its own, becomes our untied
+  output layer (a copy of the embedding, with that bias).
+
+Shapes: D model dim, V Marian's vocabulary; ours has V + 1 ids (Marian's PAD is our PAD and BOS).
+"""
+
+import json
+import re
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from seq2seq.atomic import write_dir
+from seq2seq.errors import Seq2SeqError, first_line
+from seq2seq.export.folder import check_output
+from seq2seq.export.huggingface import INSTALL_HINT, quiet, residual_order
+from seq2seq.models.transformer import TransformerConfig
+
+FILES = ("config.json", "source.spm", "target.spm", "vocab.json")
+# what a Hub checkpoint's import reads: the weights in either format, the tokenizer's files
+HUB_FILES = [*FILES, "tokenizer_config.json", "generation_config.json", "*.safetensors", "pytorch_model.bin"]
+HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
+ACTIVATIONS = {"relu": "relu", "swish": "silu", "silu": "silu"}  # theirs -> our `ffn`
+
+
+def import_marian(source: str, run_dir: Path, force: bool = False, src: str | None = None, tgt=None) -> Path:
+    """Write `run_dir` (config.json, model.safetensors, tokenizer.model) from the Marian folder
+    `source` (or a Hub id, fetched into huggingface_hub's cache), all or nothing; `source` is only
+    read."""
+    source = checkpoint_folder(str(source))
+    check_output(source, run_dir, force)  # never over, in or around the folder it reads
+    config = _config(source)
+    vocab = _vocab(source, config)
+    try:
+        from transformers import MarianMTModel
+    except ImportError:
+        raise Seq2SeqError(f"import needs transformers; install it with `{INSTALL_HINT}`") from None
+    from safetensors import SafetensorError
+
+    try:
+        with quiet():
+            hf = MarianMTModel.from_pretrained(source, dtype=torch.float32).eval()
+    except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as e:
+        raise Seq2SeqError(f"{source}: cannot load the Marian weights ({first_line(e)})") from None
+    from seq2seq.data.pair_tokenizer import marian_order, write_archive
+
+    order = torch.from_numpy(marian_order(vocab))
+    ours = our_config(config, hf)
+    tensors = our_state_dict(hf, ours, order)
+    languages = _languages(source, src, tgt)
+
+    def write(folder: Path) -> None:
+        from seq2seq.models.registry import build_model
+        from seq2seq.training import checkpoint as ckpt
+
+        model = build_model(ours)
+        model.load_state_dict(tensors, strict=True)
+        ckpt.save_weights(model, folder / ckpt.BEST)
+        spm = [(source / name).read_bytes() for name in ("source.spm", "target.spm")]
+        write_archive(folder / ckpt.TOKENIZER, *spm, vocab)
+        ckpt.save_config(
+            folder,
+            {
+                "model": asdict(ours),
+                "train": dict(zip(("corpus", "src", "tgt"), languages, strict=True)),
+                "tokenizer": {"file": ckpt.TOKENIZER, "vocab_size": ours.vocab_size},
+                "imported": {"from": str(source), "kind": "marian"},
+            },
+        )
+
+    try:
+        write_dir(Path(run_dir), write)
+    except OSError as e:
+        raise Seq2SeqError(f"cannot write {run_dir}: {e.strerror or first_line(e)}") from None
+    return Path(run_dir)
+
+
+def checkpoint_folder(source: str) -> Path:
+    """The folder `source` names, or for a Hub id ("Helsinki-NLP/opus-mt-en-fr") that is no
+    folder here, the checkpoint's files in huggingface_hub's cache, fetched when not there."""
+    if Path(source).exists() or not HUB_ID.fullmatch(source):
+        return Path(source)
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import HfHubHTTPError
+    except ImportError:
+        raise Seq2SeqError(f"{source} is no folder here, and the Hub needs `{INSTALL_HINT}`") from None
+    try:
+        return Path(snapshot_download(source, allow_patterns=HUB_FILES))
+    except (OSError, ValueError, HfHubHTTPError) as e:  # offline, no such model, refused
+        raise Seq2SeqError(
+            f"cannot fetch {source} from the Hugging Face Hub ({first_line(e)}); on a machine without "
+            "the Hub, download it elsewhere and give its folder"
+        ) from None
+
+
+def _config(source: Path) -> dict:
+    if not source.is_dir():
+        raise Seq2SeqError(f"{source} is not a folder; give a Marian checkpoint's folder")
+    missing = [name for name in FILES if not (source / name).is_file()]
+    if missing:
+        raise Seq2SeqError(f"{source} is not a Marian checkpoint: it has no {', '.join(missing)}")
+    try:
+        config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise Seq2SeqError(f"{source / 'config.json'} is not readable JSON ({first_line(e)})") from None
+    kind = config.get("model_type") if isinstance(config, dict) else None
+    if kind != "marian":
+        raise Seq2SeqError(f"{source} holds a {kind or 'unknown'} model, not a Marian one (model_type)")
+    if config.get("activation_function") not in ACTIVATIONS:
+        raise Seq2SeqError(f"{source}: activation {config.get('activation_function')!r} is not relu or swish")
+    if not config.get("scale_embedding", False):
+        raise Seq2SeqError(f"{source}: embeddings without sqrt(d_model) scaling are not supported")
+    if not config.get("share_encoder_decoder_embeddings", True):
+        raise Seq2SeqError(f"{source}: separate source and target vocabularies are not supported yet")
+    return config
+
+
+def _vocab(source: Path, config: dict) -> dict[str, int]:
+    path = source / "vocab.json"
+    try:
+        vocab = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise Seq2SeqError(f"{path} is not readable JSON ({first_line(e)})") from None
+    if not isinstance(vocab, dict) or not all(isinstance(i, int) for i in vocab.values()):
+        raise Seq2SeqError(f"{path} is not a piece -> id table")
+    if len(vocab) != config.get("vocab_size"):
+        raise Seq2SeqError(
+            f"{path} has {len(vocab)} pieces but the model has {config.get('vocab_size')}: "
+            "the tokenizer does not match the vocabulary"
+        )
+    specials = {"pad_token_id": "<pad>", "eos_token_id": "</s>", "decoder_start_token_id": "<pad>"}
+    for key, piece in specials.items():
+        if vocab.get(piece) != config.get(key):
+            raise Seq2SeqError(f"{source}: {key} is {config.get(key)}, but {piece} is {vocab.get(piece)}")
+    return vocab
+
+
+def _languages(source: Path, src: str | None, tgt: str | None) -> tuple[str, str, str]:
+    """("multi30k", src, tgt): the languages from the options, else the tokenizer's config."""
+    try:
+        recorded = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        recorded = {}
+    src = src or recorded.get("source_lang")
+    tgt = tgt or recorded.get("target_lang")
+    if not isinstance(src, str) or not isinstance(tgt, str):
+        raise Seq2SeqError(f"{source} does not say its languages; give --src and --tgt")
+    return "multi30k", src, tgt
+
+
+def our_config(config: dict, hf) -> TransformerConfig:
+    """Our Transformer of the Marian model's shape (one dropout: theirs on the sub-layers)."""
+    same = [("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")]
+    for a, b in same:
+        if config.get(a) != config.get(b):
+            raise Seq2SeqError(f"{a} {config.get(a)} and {b} {config.get(b)} differ; ours are one")
+    embed = hf.model.decoder.embed_tokens.weight
+    if not torch.equal(hf.model.encoder.embed_tokens.weight, embed):
+        raise Seq2SeqError("the encoder's and the decoder's embeddings differ; ours share one")
+    tied = torch.equal(hf.lm_head.weight, embed) and not hf.final_logits_bias.any()
+    try:
+        return TransformerConfig(
+            vocab_size=config["vocab_size"] + 1,
+            d_model=config["d_model"],
+            n_heads=config["encoder_attention_heads"],
+            n_encoder_layers=config["encoder_layers"],
+            n_decoder_layers=config["decoder_layers"],
+            d_ff=config["encoder_ffn_dim"],
+            dropout=float(config.get("dropout", 0.1)),
+            max_positions=config["max_position_embeddings"],
+            norm_first=False,
+            tie_embeddings=tied,
+            ffn=ACTIVATIONS[config["activation_function"]],
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise Seq2SeqError(f"the Marian config does not describe a model of ours ({first_line(e)})") from None
+
+
+def our_state_dict(hf, cfg: TransformerConfig, order: Tensor) -> dict[str, Tensor]:
+    """Our tensors from theirs: residual dims back in our order, vocabulary rows in `order`."""
+    back = torch.argsort(residual_order(cfg.d_model))  # dim i of ours is their dim back[i]
+    theirs = {name: t.detach().float() for name, t in hf.state_dict().items()}
+    out = {"embed.weight": theirs["model.decoder.embed_tokens.weight"][order][:, back]}
+
+    def linear(ours: str, names: list[str], reads: bool, writes: bool) -> None:
+        """Their linears `names` (stacked) as ours: the columns of one that reads the residual
+        stream and the rows of one that writes it, in our order."""
+        weight = torch.cat([theirs[f"{n}.weight"] for n in names])
+        bias = torch.cat([theirs[f"{n}.bias"] for n in names])
+        out[f"{ours}.weight"] = (weight[:, back] if reads else weight)[back if writes else slice(None)]
+        out[f"{ours}.bias"] = bias[back] if writes else bias
+
+    def attention(ours: str, prefix: str, parts: dict[str, str]) -> None:
+        for name, projections in parts.items():
+            linear(f"{ours}.{name}", [f"{prefix}.{p}_proj" for p in projections], True, False)
+        linear(f"{ours}.out", [f"{prefix}.out_proj"], False, True)
+
+    def layer_end(ours: str, prefix: str) -> None:  # the feed-forward block and its norm
+        linear(f"{ours}.ff.0", [f"{prefix}.fc1"], True, False)
+        linear(f"{ours}.ff.3", [f"{prefix}.fc2"], False, True)
+        norm(f"{ours}.res_ff", f"{prefix}.final_layer_norm")
+
+    def norm(ours: str, name: str) -> None:
+        out.update({f"{ours}.norm.{part}": theirs[f"{name}.{part}"][back] for part in ("weight", "bias")})
+
+    for i in range(cfg.n_encoder_layers):
+        ours, prefix = f"encoder.{i}", f"model.encoder.layers.{i}"
+        attention(f"{ours}.self_attn", f"{prefix}.self_attn", {"qkv": "qkv"})
+        norm(f"{ours}.res_attn", f"{prefix}.self_attn_layer_norm")
+        layer_end(ours, prefix)
+    for i in range(cfg.n_decoder_layers):
+        ours, prefix = f"decoder.{i}", f"model.decoder.layers.{i}"
+        attention(f"{ours}.self_attn", f"{prefix}.self_attn", {"qkv": "qkv"})
+        norm(f"{ours}.res_self", f"{prefix}.self_attn_layer_norm")
+        attention(f"{ours}.cross_attn", f"{prefix}.encoder_attn", {"q": "q", "kv": "kv"})
+        norm(f"{ours}.res_cross", f"{prefix}.encoder_attn_layer_norm")
+        layer_end(ours, prefix)
+    if not cfg.tie_embeddings:
+        out["generator.weight"] = theirs["lm_head.weight"][order][:, back]
+        out["generator.bias"] = theirs["final_logits_bias"][0][order]
+    return {name: t.contiguous() for name, t in out.items()}

@@ -1,0 +1,207 @@
+"""`seq2seq import`: tiny random Marian models built here (and their two SentencePiece models) are
+imported and compute what transformers' MarianMTModel computes, through the same tokenizer ids."""
+
+import io
+import json
+
+import pytest
+import sentencepiece as spm
+import torch
+
+from seq2seq.data.pair_tokenizer import PairTokenizer
+from seq2seq.data.special import EOS_ID
+from seq2seq.decoding.search import DecodeOptions, search, translate
+from seq2seq.training.checkpoint import load_run
+from tests.conftest import EN, FR
+
+transformers = pytest.importorskip("transformers")
+
+ODD = ["Un élève à l'école, 1984.", "", "Ĉu ŝi 42 ☃ naĝas?", "a  dog", "naïve café 2 3 5 ≥ ★"]
+
+
+def _spm(texts: list[str], size: int) -> bytes:
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.Train(
+        sentence_iterator=iter(texts), model_writer=model, vocab_size=size, model_type="unigram",
+        hard_vocab_limit=False, minloglevel=2, character_coverage=0.999,
+    )  # fmt: skip
+    return model.getvalue()
+
+
+def marian_folder(path, activation="swish", bias=False, tied=True, shared=True, seed=0):
+    """A MarianMTModel with random weights saved as transformers saves one, with OPUS-MT's
+    tokenizer files: a vocabulary of both models' pieces, EOS 0, UNK 1 and PAD last."""
+    torch.manual_seed(seed)
+    digits = [f"{i} {i + 1}" for i in range(0, 100, 2)]  # the synthetic corpus numbers its lines
+    source, target = _spm(EN * 3 + digits, 60), _spm(FR * 3 + digits, 60)
+    pieces = []
+    for model in (source, target):
+        processor = spm.SentencePieceProcessor(model_proto=model)
+        pieces += [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
+    rest = [p for p in dict.fromkeys(pieces) if p not in ("<unk>", "<s>", "</s>", "<pad>")]
+    vocab = {"</s>": 0, "<unk>": 1} | {p: i + 2 for i, p in enumerate(rest)}
+    vocab["<pad>"] = len(vocab)
+    config = transformers.MarianConfig(
+        vocab_size=len(vocab), d_model=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=24, decoder_ffn_dim=24, max_position_embeddings=64,
+        activation_function=activation, pad_token_id=vocab["<pad>"], eos_token_id=0,
+        decoder_start_token_id=vocab["<pad>"], forced_eos_token_id=0, bad_words_ids=[[vocab["<pad>"]]],
+        scale_embedding=True, tie_word_embeddings=tied, dropout=0.1,
+    )  # fmt: skip
+    model = transformers.MarianMTModel(config).eval()
+    with torch.no_grad():
+        for p in model.parameters():  # larger than the init, so that every part shows in the logits
+            if p.requires_grad:  # not the position table, which Marian computes, never saves
+                p.normal_(0.0, 0.5)
+        if bias:
+            model.final_logits_bias.normal_(0.0, 1.0)
+        if not tied and shared:  # untied, transformers unties every embedding: one output apart
+            for stack in (model.model.encoder, model.model.decoder):
+                stack.embed_tokens.weight.copy_(model.model.shared.weight)
+    model.save_pretrained(path)
+    (path / "source.spm").write_bytes(source)
+    (path / "target.spm").write_bytes(target)
+    (path / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
+    (path / "tokenizer_config.json").write_text(json.dumps({"source_lang": "en", "target_lang": "fr"}))
+    return transformers.MarianMTModel.from_pretrained(path).eval()  # as a user of transformers has it
+
+
+def hf_tokenizer(folder):
+    return transformers.MarianTokenizer(
+        str(folder / "source.spm"), str(folder / "target.spm"), str(folder / "vocab.json")
+    )
+
+
+def imported(cli, tmp_path, **kwargs):
+    folder = tmp_path / "marian"
+    hf = marian_folder(folder, **kwargs)
+    result = cli("import", folder, "--run", tmp_path / "run")
+    assert result.code == 0, result.err
+    return hf, *load_run(tmp_path / "run"), folder
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"activation": "relu"}, {"bias": True}, {"tied": False, "activation": "relu", "bias": True}],
+)
+def test_an_imported_model_computes_marians_logits(cli, tmp_path, kwargs):
+    hf, model, tokenizer, _ = imported(cli, tmp_path, **kwargs)
+    order = torch.from_numpy(tokenizer.marian_ids)
+    g = torch.Generator().manual_seed(1)
+    src = torch.randint(4, model.cfg.vocab_size, (3, 9), generator=g)
+    src[:, -1] = EOS_ID
+    tgt_in = torch.randint(4, model.cfg.vocab_size, (3, 7), generator=g)
+    tgt_in[:, 0] = 2  # BOS: Marian's PAD, its decoder start
+    with torch.no_grad():
+        ours = model(src, tgt_in)  # (B, T, V + 1)
+        theirs = hf(input_ids=order[src], decoder_input_ids=order[tgt_in]).logits  # (B, T, V)
+    torch.testing.assert_close(ours, theirs[..., order], atol=1e-4, rtol=0)
+
+
+def test_imported_greedy_search_is_transformers_generate(cli, tmp_path):
+    hf, model, tokenizer, _ = imported(cli, tmp_path, bias=True)
+    order = torch.from_numpy(tokenizer.marian_ids)
+    ids = [[*row, EOS_ID] for row in tokenizer.encode(EN[:4])]
+    for row in ids:
+        (ours,) = search(model, torch.tensor([row]), DecodeOptions(beam=1))
+        theirs = hf.generate(order[torch.tensor([row])], num_beams=1, do_sample=False, max_new_tokens=60)
+        expected = theirs[0, 1:].tolist()  # after the decoder start
+        expected = expected[: expected.index(0)] if 0 in expected else expected  # to their EOS
+        got = order[torch.tensor(ours[0].tokens, dtype=torch.long)].tolist()
+        assert got == expected[: len(got)] and len(got) > 0  # our length limit may stop first
+
+
+def test_the_tokenizer_gives_marian_tokenizers_ids(cli, tmp_path):
+    _, _, tokenizer, folder = imported(cli, tmp_path)
+    theirs = hf_tokenizer(folder)
+    order = tokenizer.marian_ids
+    for side, texts in (("source", EN[:3] + ODD), ("target", FR[:3] + ODD)):
+        expected = theirs(texts)["input_ids"] if side == "source" else theirs(text_target=texts)["input_ids"]
+        ours = [[int(order[i]) for i in [*row, EOS_ID]] for row in tokenizer.encode(texts, side)]
+        assert ours == expected, side
+    rows = tokenizer.encode(FR[:3], "target")
+    assert tokenizer.decode(rows) == [theirs.decode([int(order[i]) for i in row]) for row in rows]
+    assert isinstance(tokenizer, PairTokenizer) and tokenizer.vocab_size == len(order)
+
+
+def test_an_imported_run_translates_from_the_command_line(cli, tmp_path):
+    _, model, tokenizer, _ = imported(cli, tmp_path)
+    (tmp_path / "in.txt").write_text("\n".join(EN[:3]) + "\n\n")
+    result = cli("translate", "--run", tmp_path / "run", "--input", tmp_path / "in.txt", "--greedy")
+    assert result.code == 0, result.err
+    expected = translate(model, tokenizer, [*EN[:3], ""], DecodeOptions(beam=1)).best
+    assert result.out.splitlines() == expected
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda f: (f / "vocab.json").unlink(), r"is not a Marian checkpoint: it has no vocab.json"),
+        (lambda f: _edit(f, model_type="bart"), r"holds a bart model, not a Marian one"),
+        (lambda f: _edit(f, vocab_size=7), r"pieces but the model has 7: the tokenizer does not match"),
+        (lambda f: _edit(f, activation_function="tanh"), r"activation 'tanh' is not relu or swish"),
+        (lambda f: (f / "model.safetensors").write_bytes(b"nonsense"), r"cannot load the Marian weights"),
+        ("unshared", r"the encoder's and the decoder's embeddings differ"),
+    ],
+)
+def test_a_folder_that_is_not_a_marian_checkpoint_is_one_line(cli, tmp_path, damage, message):
+    folder = tmp_path / "marian"
+    marian_folder(folder, tied=damage != "unshared", shared=damage != "unshared")
+    if callable(damage):
+        damage(folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    result = cli("import", folder, "--run", tmp_path / "run")
+    assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
+    assert __import__("re").search(message, result.err), result.err
+    assert not (tmp_path / "run").exists() and {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def _edit(folder, **values):
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | values))
+
+
+def test_an_imported_run_is_fine_tuned_into_a_new_run_never_trained_over(cli, tmp_path):
+    from tests.conftest import write_multi30k
+    from tests.helpers import train_args
+    from tests.test_finetune import TUNE
+
+    imported(cli, tmp_path)
+    data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
+    over = cli(*train_args(data, tmp_path / "run", steps=2))
+    assert over.code == 2 and "holds an imported model; fine-tune it into a new run" in over.err, over.err
+    new = tmp_path / "tuned"
+    tuned = cli(*TUNE, "--max-steps", "2", "--init-from", tmp_path / "run", "--data-dir", data, "--run", new)
+    assert tuned.code == 0, tuned.err
+    model, tokenizer = load_run(new)
+    assert isinstance(tokenizer, PairTokenizer) and model.cfg.ffn == "silu" and not model.cfg.norm_first
+    tokenizers = [(run / "tokenizer.model").read_bytes() for run in (new, tmp_path / "run")]
+    assert tokenizers[0] == tokenizers[1]
+
+
+def test_an_imported_run_exports_to_ctranslate2_and_shows_its_attention(cli, tmp_path):
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    from seq2seq.data.special import BOS_ID, PAD_ID
+    from seq2seq.export.ctranslate2 import export_ctranslate2
+
+    _, model, tokenizer, _ = imported(cli, tmp_path, bias=True, tied=False)
+    ours = translate(model, tokenizer, EN[:4], DecodeOptions(beam=1, max_len=12)).tokens
+    engine = ctranslate2.Translator(str(export_ctranslate2(tmp_path / "run", tmp_path / "ct2")), device="cpu")
+    never = [tokenizer.id_pieces([i]) for i in (PAD_ID, BOS_ID)]
+    results = engine.translate_batch(
+        [tokenizer.pieces(s) for s in EN[:4]], beam_size=1, max_decoding_length=12, suppress_sequences=never
+    )
+    assert [[tokenizer.table[p] for p in r.hypotheses[0]] for r in results] == ours
+    shown = cli("translate", "--run", tmp_path / "run", "--show-attention", "--greedy", EN[0])
+    assert shown.code == 0 and len(shown.out.strip()) > 0, shown.err
+
+
+def test_a_hub_id_on_a_machine_without_the_hub_is_one_line(tmp_path, monkeypatch):
+    from tests.cli_helpers import run_process
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the subprocess reads it; nothing is cached there
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    result = run_process(["import", "Helsinki-NLP/opus-mt-en-fr", "--run", tmp_path / "run"])
+    assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
+    assert "cannot fetch Helsinki-NLP/opus-mt-en-fr from the Hugging Face Hub" in result.err
+    assert not (tmp_path / "run").exists()
