@@ -205,3 +205,29 @@ def test_a_hub_id_on_a_machine_without_the_hub_is_one_line(tmp_path, monkeypatch
     assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
     assert "cannot fetch Helsinki-NLP/opus-mt-en-fr from the Hugging Face Hub" in result.err
     assert not (tmp_path / "run").exists()
+
+
+def test_an_imported_run_exports_to_hugging_face_and_imports_back_the_same(cli, tmp_path):
+    from seq2seq.export.huggingface import export_huggingface
+
+    _, model, tokenizer, _ = imported(cli, tmp_path, bias=True)
+    out = export_huggingface(tmp_path / "run", tmp_path / "hf")
+    hf = transformers.AutoModelForSeq2SeqLM.from_pretrained(out).eval()
+    theirs = transformers.AutoTokenizer.from_pretrained(out)
+    assert type(theirs).__name__ == "MarianTokenizer"
+    rows = tokenizer.encode(EN[:3] + ODD)
+    assert theirs(EN[:3] + ODD)["input_ids"] == [[*row, EOS_ID] for row in rows]  # our ids, as exported
+    for row in rows[:3]:
+        (ours,) = search(model, torch.tensor([[*row, EOS_ID]]), DecodeOptions(beam=1))
+        generated = hf.generate(
+            torch.tensor([[*row, EOS_ID]]), num_beams=1, do_sample=False, max_new_tokens=60
+        )
+        assert generated[0, 1 : 1 + len(ours[0].tokens)].tolist() == ours[0].tokens
+    back = cli("import", out, "--run", tmp_path / "back")
+    assert back.code == 0, back.err
+    again, again_tokenizer = load_run(tmp_path / "back")
+    assert again_tokenizer.marian_ids.tolist() == list(range(tokenizer.vocab_size))  # ids as exported
+    src, tgt_in = torch.tensor([[*rows[0], EOS_ID]]), torch.tensor([[2, *rows[1]]])
+    with torch.no_grad():
+        torch.testing.assert_close(again(src, tgt_in), model(src, tgt_in), atol=1e-5, rtol=0)
+    assert again_tokenizer.encode(FR[:3] + ODD, "target") == tokenizer.encode(FR[:3] + ODD, "target")

@@ -7,13 +7,14 @@ and both sides' pieces take their ids from the model's vocabulary (vocab.json: p
 unknown piece for one it lacks), as `MarianTokenizer` does; a leading language code (">>fr<<")
 is one piece of its own. Our special ids are fixed (`special.py`), Marian's are not (EOS 0, UNK
 1, PAD wherever the vocabulary puts it, and PAD starts the decoder), so the table is reordered:
-our 0 (PAD) and 2 (BOS) are Marian's PAD, 1 its UNK, 3 its EOS, and from 4 on its other ids in
-their order. `marian_ids` says which Marian id each of ours is: the importer reorders the
-embedding rows by it, so the model computes the same function over the new ids.
+our 0 (PAD) is Marian's PAD, 1 its UNK, 2 (BOS) the piece that starts its decoder (its PAD again,
+in OPUS-MT; in a model our Hugging Face export wrote, our own BOS), 3 its EOS, and from 4 on its
+other ids in their order. `marian_ids` says which Marian id each of ours is: the importer reorders
+the embedding rows by it, so the model computes the same function over the new ids.
 
-The run keeps the three files in one archive (`tokenizer.model`, a zip holding source.spm,
-target.spm and vocab.json, written with fixed dates so its bytes, which key the tokenized corpus,
-depend on the files alone).
+The run keeps the files in one archive (`tokenizer.model`, a zip holding source.spm, target.spm,
+vocab.json and the decoder's start piece, written with fixed dates so its bytes, which key the
+tokenized corpus, depend on the files alone).
 """
 
 import io
@@ -29,7 +30,7 @@ from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import Seq2SeqError
 
-FILES = ("source.spm", "target.spm", "vocab.json")
+FILES = ("source.spm", "target.spm", "vocab.json", "decoder_start")
 SPECIALS = {"pad": "<pad>", "unk": "<unk>", "eos": "</s>"}
 DATE = (1980, 1, 1, 0, 0, 0)  # the earliest a zip holds: the archive's bytes are its files'
 
@@ -42,27 +43,33 @@ def is_archive(path: Path) -> bool:
         return False
 
 
-def write_archive(path: Path, source_spm: bytes, target_spm: bytes, vocab: dict[str, int]) -> None:
+def write_archive(
+    path: Path, source_spm: bytes, target_spm: bytes, vocab: dict[str, int], start: str
+) -> None:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
-        contents = (source_spm, target_spm, json.dumps(vocab, ensure_ascii=False).encode("utf-8"))
+        table = json.dumps(vocab, ensure_ascii=False).encode("utf-8")
+        contents = (source_spm, target_spm, table, start.encode("utf-8"))
         for name, data in zip(FILES, contents, strict=True):
             z.writestr(zipfile.ZipInfo(name, DATE), data)
     write_atomic(path, buffer.getvalue())
 
 
-def marian_order(vocab: dict[str, int]) -> np.ndarray:
-    """(V + 1,) the Marian id of each of our ids (their PAD twice: as our PAD and our BOS)."""
-    missing = [p for p in SPECIALS.values() if p not in vocab]
+def marian_order(vocab: dict[str, int], start: str) -> np.ndarray:
+    """The Marian id of each of our ids: (V + 1,) when the decoder starts with PAD (twice: as our
+    PAD and our BOS), else (V,)."""
+    missing = [p for p in (*SPECIALS.values(), start) if p not in vocab]
     if missing:
         raise ValueError(f"the vocabulary has no {', '.join(missing)}")
-    pad, unk, eos = (vocab[SPECIALS[k]] for k in ("pad", "unk", "eos"))
+    pad, unk, eos, bos = (vocab[p] for p in (SPECIALS["pad"], SPECIALS["unk"], SPECIALS["eos"], start))
     ids = sorted(set(vocab.values()))
     if ids != list(range(len(ids))) or len(ids) != len(vocab):
         raise ValueError("the vocabulary's ids are not 0 .. N-1, each once")
-    rest = [i for i in ids if i not in (pad, unk, eos)]
-    order = np.empty(len(ids) + 1, dtype=np.int64)
-    order[[PAD_ID, UNK_ID, BOS_ID, EOS_ID]] = pad, unk, pad, eos
+    if len({pad, unk, eos, bos}) < 4 - (bos == pad):
+        raise ValueError("the vocabulary's PAD, UNK, EOS and decoder start share an id")
+    rest = [i for i in ids if i not in (pad, unk, eos, bos)]
+    order = np.empty(len(rest) + 4, dtype=np.int64)
+    order[[PAD_ID, UNK_ID, BOS_ID, EOS_ID]] = pad, unk, bos, eos
     order[4:] = rest
     return order
 
@@ -74,15 +81,19 @@ class PairTokenizer(Tokenizer):
         self.path = path = Path(path)
         try:
             with zipfile.ZipFile(path) as z:
-                source, target, vocab = (z.read(name) for name in FILES)
-            vocab = json.loads(vocab)
-            self.marian_ids = marian_order(vocab)
+                self.files = {name: z.read(name) for name in FILES}
+            source, target, vocab, start = self.files.values()
+            vocab, start = json.loads(vocab), start.decode("utf-8")
+            self.marian_ids = marian_order(vocab, start)
             self.sides = {"source": _processor(source), "target": _processor(target)}
         except (OSError, KeyError, ValueError, RuntimeError, zipfile.BadZipFile) as e:
             raise Seq2SeqError(f"{path} is not a source/target tokenizer archive ({e})") from None
-        by_marian = {marian: ours for ours, marian in enumerate(self.marian_ids) if ours != BOS_ID}
-        self.table = {piece: by_marian[i] for piece, i in vocab.items()}  # piece -> our id
-        self.piece_of = {ours: piece for piece, ours in self.table.items()} | {BOS_ID: "<s>"}
+        shared = start == SPECIALS["pad"]  # our BOS a second PAD, not a piece of the table
+        ours = {marian: i for i, marian in enumerate(self.marian_ids) if not (shared and i == BOS_ID)}
+        self.table = {piece: ours[i] for piece, i in vocab.items()}  # piece -> our id
+        self.piece_of = {ours: piece for piece, ours in self.table.items()} | (
+            {BOS_ID: "<s>"} if shared else {}
+        )
 
     @property
     def vocab_size(self) -> int:

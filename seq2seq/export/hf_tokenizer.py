@@ -78,6 +78,23 @@ def save_tokenizer(tokenizer, folder: Path) -> None:
     path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def save_marian_tokenizer(tokenizer, folder: Path, max_positions: int, src: str, tgt: str) -> None:
+    """An imported Marian model's tokenizer (a `PairTokenizer`) as `MarianTokenizer`'s files, in
+    our ids: the vocabulary maps each piece to our id, our BOS (the decoder's start) included."""
+    vocab = {piece: i for i, piece in enumerate(tokenizer.id_pieces(range(tokenizer.vocab_size)))}
+    if len(vocab) != tokenizer.vocab_size:
+        raise Seq2SeqError(f"{tokenizer.path}: two ids share a piece; MarianTokenizer cannot hold them")
+    folder = Path(folder)
+    (folder / "source.spm").write_bytes(tokenizer.files["source.spm"])
+    (folder / "target.spm").write_bytes(tokenizer.files["target.spm"])
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    config = dict(
+        tokenizer_class="MarianTokenizer", source_lang=src, target_lang=tgt, model_max_length=max_positions,
+        separate_vocabs=False, unk_token="<unk>", eos_token="</s>", pad_token="<pad>",
+    )  # fmt: skip
+    (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
 def _model_proto(path: Path):
     from sentencepiece import sentencepiece_model_pb2
 

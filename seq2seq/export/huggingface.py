@@ -42,19 +42,26 @@ def export_huggingface(run_dir: Path, output_dir: Path, force: bool = False) -> 
     missing = [m for m in ("transformers", "tokenizers", "google.protobuf") if not _installed(m)]
     if missing:
         raise Seq2SeqError(f"export needs {', '.join(missing)}; install it with `{INSTALL_HINT}`")
-    from seq2seq.export.hf_tokenizer import hf_tokenizer, save_tokenizer
+    from seq2seq.data.pair_tokenizer import PairTokenizer
+    from seq2seq.export.hf_tokenizer import hf_tokenizer, save_marian_tokenizer, save_tokenizer
     from seq2seq.export.model_card import model_card
+    from seq2seq.training.resume import stored_languages
 
     model, tokenizer, output_dir = transformer_run(run_dir, output_dir, force, "Hugging Face")
     hf = hf_model(model)
-    fast = hf_tokenizer(tokenizer.path, model.cfg.max_positions)
+    if isinstance(tokenizer, PairTokenizer):  # an imported model's: MarianTokenizer's files again
+        _, src, tgt = stored_languages(run_dir)
+        save = lambda folder: save_marian_tokenizer(tokenizer, folder, model.cfg.max_positions, src, tgt)  # noqa: E731
+    else:
+        fast = hf_tokenizer(tokenizer.path, model.cfg.max_positions)
+        save = lambda folder: save_tokenizer(fast, folder)  # noqa: E731
     card = model_card(run_dir, model, hf)
 
     def write(folder: Path) -> None:
         with quiet():
             hf.save_pretrained(folder)
         generation_config(model.cfg).save_pretrained(folder)
-        save_tokenizer(fast, folder)
+        save(folder)
         (folder / "README.md").write_text(card, encoding="utf-8")
 
     from safetensors import SafetensorError

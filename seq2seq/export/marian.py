@@ -57,8 +57,12 @@ def import_marian(source: str, run_dir: Path, force: bool = False, src: str | No
         raise Seq2SeqError(f"{source}: cannot load the Marian weights ({first_line(e)})") from None
     from seq2seq.data.pair_tokenizer import marian_order, write_archive
 
-    order = torch.from_numpy(marian_order(vocab))
-    ours = our_config(config, hf)
+    start = decoder_start(source, config, vocab)
+    try:
+        order = torch.from_numpy(marian_order(vocab, start))
+    except ValueError as e:
+        raise Seq2SeqError(f"{source / 'vocab.json'}: {e}") from None
+    ours = our_config(config, hf, len(order))
     tensors = our_state_dict(hf, ours, order)
     languages = _languages(source, src, tgt)
 
@@ -70,7 +74,7 @@ def import_marian(source: str, run_dir: Path, force: bool = False, src: str | No
         model.load_state_dict(tensors, strict=True)
         ckpt.save_weights(model, folder / ckpt.BEST)
         spm = [(source / name).read_bytes() for name in ("source.spm", "target.spm")]
-        write_archive(folder / ckpt.TOKENIZER, *spm, vocab)
+        write_archive(folder / ckpt.TOKENIZER, *spm, vocab, start)
         ckpt.save_config(
             folder,
             {
@@ -142,11 +146,20 @@ def _vocab(source: Path, config: dict) -> dict[str, int]:
             f"{path} has {len(vocab)} pieces but the model has {config.get('vocab_size')}: "
             "the tokenizer does not match the vocabulary"
         )
-    specials = {"pad_token_id": "<pad>", "eos_token_id": "</s>", "decoder_start_token_id": "<pad>"}
-    for key, piece in specials.items():
+    for key, piece in {"pad_token_id": "<pad>", "eos_token_id": "</s>"}.items():
         if vocab.get(piece) != config.get(key):
             raise Seq2SeqError(f"{source}: {key} is {config.get(key)}, but {piece} is {vocab.get(piece)}")
     return vocab
+
+
+def decoder_start(source: Path, config: dict, vocab: dict[str, int]) -> str:
+    """The piece the decoder starts with: PAD in OPUS-MT, our BOS in our own exports."""
+    pieces = [piece for piece, i in vocab.items() if i == config.get("decoder_start_token_id")]
+    if not pieces:
+        raise Seq2SeqError(
+            f"{source}: decoder_start_token_id {config.get('decoder_start_token_id')} is no piece"
+        )
+    return pieces[0]
 
 
 def _languages(source: Path, src: str | None, tgt: str | None) -> tuple[str, str, str]:
@@ -162,7 +175,7 @@ def _languages(source: Path, src: str | None, tgt: str | None) -> tuple[str, str
     return "multi30k", src, tgt
 
 
-def our_config(config: dict, hf) -> TransformerConfig:
+def our_config(config: dict, hf, vocab_size: int) -> TransformerConfig:
     """Our Transformer of the Marian model's shape (one dropout: theirs on the sub-layers)."""
     same = [("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")]
     for a, b in same:
@@ -174,7 +187,7 @@ def our_config(config: dict, hf) -> TransformerConfig:
     tied = torch.equal(hf.lm_head.weight, embed) and not hf.final_logits_bias.any()
     try:
         return TransformerConfig(
-            vocab_size=config["vocab_size"] + 1,
+            vocab_size=vocab_size,
             d_model=config["d_model"],
             n_heads=config["encoder_attention_heads"],
             n_encoder_layers=config["encoder_layers"],
