@@ -74,7 +74,7 @@ def opus_sized_folder(folder: Path, pairs) -> None:
 def timed_import(folder: Path, run: Path) -> tuple[float, float]:
     """(seconds, peak resident MB) of `seq2seq import` in a process of its own."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "seq2seq", "import", str(folder), "--run", str(run)], check=True)
+    subprocess.run([sys.executable, "-m", "seq2seq", "import", str(folder), str(run)], check=True)
     seconds = time.perf_counter() - start
     return seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 

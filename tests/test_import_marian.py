@@ -75,7 +75,7 @@ def hf_tokenizer(folder):
 def imported(cli, tmp_path, **kwargs):
     folder = tmp_path / "marian"
     hf = marian_folder(folder, **kwargs)
-    result = cli("import", folder, "--run", tmp_path / "run")
+    result = cli("import", folder, tmp_path / "run")
     assert result.code == 0, result.err
     return hf, *load_run(tmp_path / "run"), folder
 
@@ -150,7 +150,7 @@ def test_a_folder_that_is_not_a_marian_checkpoint_is_one_line(cli, tmp_path, dam
     if callable(damage):
         damage(folder)
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    result = cli("import", folder, "--run", tmp_path / "run")
+    result = cli("import", folder, tmp_path / "run")
     assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
     assert __import__("re").search(message, result.err), result.err
     assert not (tmp_path / "run").exists() and {p.name: p.read_bytes() for p in folder.iterdir()} == before
@@ -201,7 +201,7 @@ def test_a_hub_id_on_a_machine_without_the_hub_is_one_line(tmp_path, monkeypatch
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the subprocess reads it; nothing is cached there
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    result = run_process(["import", "Helsinki-NLP/opus-mt-en-fr", "--run", tmp_path / "run"])
+    result = run_process(["import", "Helsinki-NLP/opus-mt-en-fr", tmp_path / "run"])
     assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
     assert "cannot fetch Helsinki-NLP/opus-mt-en-fr from the Hugging Face Hub" in result.err
     assert not (tmp_path / "run").exists()
@@ -223,7 +223,7 @@ def test_an_imported_run_exports_to_hugging_face_and_imports_back_the_same(cli, 
             torch.tensor([[*row, EOS_ID]]), num_beams=1, do_sample=False, max_new_tokens=60
         )
         assert generated[0, 1 : 1 + len(ours[0].tokens)].tolist() == ours[0].tokens
-    back = cli("import", out, "--run", tmp_path / "back")
+    back = cli("import", out, tmp_path / "back")
     assert back.code == 0, back.err
     again, again_tokenizer = load_run(tmp_path / "back")
     assert again_tokenizer.marian_ids.tolist() == list(range(tokenizer.vocab_size))  # ids as exported

@@ -40,14 +40,14 @@ def import_model(
     source: str = typer.Argument(
         ..., help="A Hugging Face Marian checkpoint (OPUS-MT): its folder, or its Hub id when online."
     ),
-    run: Path = typer.Option(..., "--run", help="The run directory to write."),
+    out: Path = typer.Argument(..., help="The run directory to write."),
     src: str | None = typer.Option(None, help="Source language [default: the checkpoint's]."),
     tgt: str | None = typer.Option(None, help="Target language [default: the checkpoint's]."),
-    force: bool = typer.Option(False, "--force", help="Replace RUN if it exists."),
+    force: bool = typer.Option(False, "--force", help="Replace OUT if it exists."),
 ):
     """Import a Marian model (Helsinki-NLP's OPUS-MT, as transformers saves it: config.json, the
     weights, source.spm, target.spm, vocab.json) as a run: translate, evaluate, serve, the
     attention views, export and fine-tuning (train --init-from) then work on it."""
     from seq2seq.export.marian import import_marian
 
-    display.imported(import_marian(source, run, force, src, tgt))
+    display.imported(import_marian(source, out, force, src, tgt))

@@ -1,0 +1,63 @@
+"""Two nodes for real, on one machine: two torchrun agents meeting at a c10d rendezvous on
+127.0.0.1, one process each, train the same steps as one agent with two processes."""
+
+import socket
+import subprocess
+import sys
+
+import torch
+from safetensors.torch import load_file
+
+from tests.test_distributed import in_this_checkout, torchrun
+
+TRAIN = ["-m", "seq2seq", "--", "train", "--preset", "tiny", "--max-steps", "3", "--max-tokens", "64"]
+TRAIN += ["--fp32", "--device", "cpu", "--average", "0"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def node(args: list[str], port: int, cwd) -> subprocess.Popen:
+    """One agent of a two-node job, as each machine of a real one starts it."""
+    rendezvous = [
+        "--nnodes=2",
+        "--nproc-per-node=1",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint=127.0.0.1:{port}",
+    ]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        *rendezvous,
+        "--rdzv-id=two-nodes",
+        "--max-restarts=0",
+    ]
+    env = {**in_this_checkout(), "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen(
+        [*command, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def weights(run) -> dict[str, torch.Tensor]:
+    return {k: v for k, v in load_file(str(run / "last.safetensors")).items() if k.startswith("model.")}
+
+
+def test_two_nodes_train_the_steps_of_one_node_with_two_processes(tmp_path, corpus_dir):
+    args = [*TRAIN, "--data-dir", str(corpus_dir)]
+    port = free_port()
+    nodes = [node([*args, "--run", str(tmp_path / "two-nodes")], port, tmp_path) for _ in range(2)]
+    outputs = [n.communicate(timeout=240) for n in nodes]
+    for n, (_, err) in zip(nodes, outputs, strict=True):
+        assert n.returncode == 0, err[-3000:]
+    assert sum(out.count("x 2 processes (gloo)") for out, _ in outputs) == 1  # rank 0 alone reports
+    one = torchrun(*args, "--run", str(tmp_path / "one-node"), cwd=tmp_path)
+    _, err = one.communicate(timeout=240)
+    assert one.returncode == 0, err[-3000:]
+    a, b = weights(tmp_path / "two-nodes"), weights(tmp_path / "one-node")
+    assert a.keys() == b.keys()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=1e-6, msg=name)
