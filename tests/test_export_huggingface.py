@@ -401,3 +401,23 @@ def test_the_onnx_benchmark_refuses_a_gated_run_in_one_line(tmp_path, monkeypatc
     monkeypatch.setattr(sys, "argv", ["bench_onnx.py", "--run", str(gated)])
     with pytest.raises(SystemExit, match=r"^bench_onnx: \S+ has a gated \(SwiGLU\) feed-forward block; "):
         bench_onnx.main()
+
+
+def test_an_exported_folder_imports_back_to_the_same_model(run_dir, exported, tmp_path):
+    """`seq2seq import` of our own export, of each shape (Marian, Pegasus, gated): the same
+    logits, the same pieces of any text, the same translations."""
+    from seq2seq.export.marian import import_marian
+
+    model, tokenizer = ckpt.load_run(run_dir)
+    again, again_tokenizer = ckpt.load_run(import_marian(exported, tmp_path / "back"))
+    assert again.cfg == model.cfg
+    for side in ("source", "target"):
+        assert again_tokenizer.encode(TEXTS, side) == tokenizer.encode(TEXTS)
+    src, _ = source_ids(model, tokenizer, SENTENCES)
+    batch = collate([s[:-1] for s in src], [s[:-1] for s in src], 64)
+    with torch.no_grad():
+        theirs, ours = again(batch.src, batch.tgt_in), model(batch.src, batch.tgt_in)
+    torch.testing.assert_close(theirs, ours, atol=1e-5, rtol=0)
+    options = DecodeOptions(beam=2, max_len=12)
+    expected = translate(model, tokenizer, SENTENCES, options).best
+    assert translate(again, again_tokenizer, SENTENCES, options).best == expected

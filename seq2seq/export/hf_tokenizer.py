@@ -67,32 +67,42 @@ def hf_tokenizer(path: Path, max_positions: int):
     )
 
 
-def save_tokenizer(tokenizer, folder: Path) -> None:
+def save_tokenizer(tokenizer, folder: Path, ours, src: str, tgt: str) -> None:
     """Save under the class name that transformers 4 and 5 both load: 5 writes its own new name,
     `TokenizersBackend`, which 4 (and so optimum's ONNX export, which needs transformers 4) does
-    not know."""
+    not know. Beside it, `ours` (the run's SentencePiece model) as a Marian checkpoint's source.spm,
+    target.spm and vocab.json, which `seq2seq import` reads the folder back with (and the
+    languages, which it records)."""
     tokenizer.save_pretrained(folder)
+    for side in ("source.spm", "target.spm"):
+        (Path(folder) / side).write_bytes(Path(ours.path).read_bytes())
+    _save_vocab(ours, folder)
     path = Path(folder) / "tokenizer_config.json"
     config = json.loads(path.read_text(encoding="utf-8"))
-    config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    config |= {"tokenizer_class": "PreTrainedTokenizerFast", "source_lang": src, "target_lang": tgt}
     path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def save_marian_tokenizer(tokenizer, folder: Path, max_positions: int, src: str, tgt: str) -> None:
     """An imported Marian model's tokenizer (a `PairTokenizer`) as `MarianTokenizer`'s files, in
     our ids: the vocabulary maps each piece to our id, our BOS (the decoder's start) included."""
-    vocab = {piece: i for i, piece in enumerate(tokenizer.id_pieces(range(tokenizer.vocab_size)))}
-    if len(vocab) != tokenizer.vocab_size:
-        raise Seq2SeqError(f"{tokenizer.path}: two ids share a piece; MarianTokenizer cannot hold them")
     folder = Path(folder)
     (folder / "source.spm").write_bytes(tokenizer.files["source.spm"])
     (folder / "target.spm").write_bytes(tokenizer.files["target.spm"])
-    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    _save_vocab(tokenizer, folder)
     config = dict(
         tokenizer_class="MarianTokenizer", source_lang=src, target_lang=tgt, model_max_length=max_positions,
         separate_vocabs=False, unk_token="<unk>", eos_token="</s>", pad_token="<pad>",
     )  # fmt: skip
     (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+def _save_vocab(tokenizer, folder: Path) -> None:
+    """vocab.json: each piece -> our id, the specials and our BOS (the decoder's start) included."""
+    vocab = {piece: i for i, piece in enumerate(tokenizer.id_pieces(range(tokenizer.vocab_size)))}
+    if len(vocab) != tokenizer.vocab_size:
+        raise Seq2SeqError(f"{tokenizer.path}: two ids share a piece; a vocab.json cannot hold them")
+    (Path(folder) / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
 
 
 def _model_proto(path: Path):

@@ -49,12 +49,12 @@ def export_huggingface(run_dir: Path, output_dir: Path, force: bool = False) -> 
 
     model, tokenizer, output_dir = transformer_run(run_dir, output_dir, force, "Hugging Face")
     hf = hf_model(model)
+    _, src, tgt = stored_languages(run_dir)
     if isinstance(tokenizer, PairTokenizer):  # an imported model's: MarianTokenizer's files again
-        _, src, tgt = stored_languages(run_dir)
         save = lambda folder: save_marian_tokenizer(tokenizer, folder, model.cfg.max_positions, src, tgt)  # noqa: E731
     else:
         fast = hf_tokenizer(tokenizer.path, model.cfg.max_positions)
-        save = lambda folder: save_tokenizer(fast, folder)  # noqa: E731
+        save = lambda folder: save_tokenizer(fast, folder, tokenizer, src, tgt)  # noqa: E731
     card = model_card(run_dir, model, hf)
 
     def write(folder: Path) -> None:

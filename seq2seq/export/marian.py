@@ -1,5 +1,9 @@
 """A Hugging Face Marian checkpoint (Helsinki-NLP's OPUS-MT, `MarianMTModel`) as a run directory
-of ours: `seq2seq import`. Every tool then works on it as on a run we trained.
+of ours: `seq2seq import`. Every tool then works on it as on a run we trained. The folders our
+own `export --to huggingface` writes import back the same way: Marian for post-LN runs, Pegasus
+(pre-LN, a final LayerNorm on each stack) for pre-LN ones, either with our gated block
+(`modeling_gated.py`, loaded from this package, never from the folder), each with our
+SentencePiece model as both sides' and our ids in vocab.json.
 
 A Marian model is our post-LN Transformer (`norm_first=False`) with sqrt(D)-scaled embeddings
 shared by encoder, decoder and output, biases everywhere, and a ReLU or SiLU ("swish")
@@ -44,15 +48,12 @@ def import_marian(source: str, run_dir: Path, force: bool = False, src: str | No
     check_output(source, run_dir, force)  # never over, in or around the folder it reads
     config = _config(source)
     vocab = _vocab(source, config)
-    try:
-        from transformers import MarianMTModel
-    except ImportError:
-        raise Seq2SeqError(f"import needs transformers; install it with `{INSTALL_HINT}`") from None
+    model_class = _model_class(config)
     from safetensors import SafetensorError
 
     try:
         with quiet():
-            hf = MarianMTModel.from_pretrained(source, dtype=torch.float32).eval()
+            hf = model_class.from_pretrained(source, dtype=torch.float32).eval()
     except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as e:
         raise Seq2SeqError(f"{source}: cannot load the Marian weights ({first_line(e)})") from None
     from seq2seq.data.pair_tokenizer import marian_order, write_archive
@@ -62,7 +63,7 @@ def import_marian(source: str, run_dir: Path, force: bool = False, src: str | No
         order = torch.from_numpy(marian_order(vocab, start))
     except ValueError as e:
         raise Seq2SeqError(f"{source / 'vocab.json'}: {e}") from None
-    ours = our_config(config, hf, len(order))
+    ours = our_config(config, hf, len(order), gated=model_class.__name__.startswith("Gated"))
     tensors = our_state_dict(hf, ours, order)
     languages = _languages(source, src, tgt)
 
@@ -111,6 +112,25 @@ def checkpoint_folder(source: str) -> Path:
         ) from None
 
 
+def _model_class(config: dict):
+    """The transformers class of the checkpoint: Marian's, or for our exports Pegasus's or our
+    gated subclass of either (named in config.json's architectures)."""
+    try:
+        import transformers
+    except ImportError:
+        raise Seq2SeqError(f"import needs transformers; install it with `{INSTALL_HINT}`") from None
+    from seq2seq.export import modeling_gated
+
+    gated = any(str(a).startswith("Gated") for a in config.get("architectures") or [])
+    classes = {
+        ("marian", False): transformers.MarianMTModel,
+        ("pegasus", False): transformers.PegasusForConditionalGeneration,
+        ("marian", True): modeling_gated.GatedMarianMTModel,
+        ("pegasus", True): modeling_gated.GatedPegasusForConditionalGeneration,
+    }
+    return classes[(config["model_type"], gated)]
+
+
 def _config(source: Path) -> dict:
     if not source.is_dir():
         raise Seq2SeqError(f"{source} is not a folder; give a Marian checkpoint's folder")
@@ -122,7 +142,7 @@ def _config(source: Path) -> dict:
     except (OSError, ValueError, UnicodeDecodeError) as e:
         raise Seq2SeqError(f"{source / 'config.json'} is not readable JSON ({first_line(e)})") from None
     kind = config.get("model_type") if isinstance(config, dict) else None
-    if kind != "marian":
+    if kind not in ("marian", "pegasus"):
         raise Seq2SeqError(f"{source} holds a {kind or 'unknown'} model, not a Marian one (model_type)")
     if config.get("activation_function") not in ACTIVATIONS:
         raise Seq2SeqError(f"{source}: activation {config.get('activation_function')!r} is not relu or swish")
@@ -175,8 +195,8 @@ def _languages(source: Path, src: str | None, tgt: str | None) -> tuple[str, str
     return "multi30k", src, tgt
 
 
-def our_config(config: dict, hf, vocab_size: int) -> TransformerConfig:
-    """Our Transformer of the Marian model's shape (one dropout: theirs on the sub-layers)."""
+def our_config(config: dict, hf, vocab_size: int, gated: bool) -> TransformerConfig:
+    """Our Transformer of the checkpoint's shape (one dropout: theirs on the sub-layers)."""
     same = [("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")]
     for a, b in same:
         if config.get(a) != config.get(b):
@@ -195,9 +215,9 @@ def our_config(config: dict, hf, vocab_size: int) -> TransformerConfig:
             d_ff=config["encoder_ffn_dim"],
             dropout=float(config.get("dropout", 0.1)),
             max_positions=config["max_position_embeddings"],
-            norm_first=False,
+            norm_first=config["model_type"] == "pegasus",
             tie_embeddings=tied,
-            ffn=ACTIVATIONS[config["activation_function"]],
+            ffn="swiglu" if gated else ACTIVATIONS[config["activation_function"]],
         )
     except (KeyError, TypeError, ValueError) as e:
         raise Seq2SeqError(f"the Marian config does not describe a model of ours ({first_line(e)})") from None
@@ -222,26 +242,31 @@ def our_state_dict(hf, cfg: TransformerConfig, order: Tensor) -> dict[str, Tenso
             linear(f"{ours}.{name}", [f"{prefix}.{p}_proj" for p in projections], True, False)
         linear(f"{ours}.out", [f"{prefix}.out_proj"], False, True)
 
+    block = ("ff.gate_up", "ff.out") if cfg.ffn == "swiglu" else ("ff.0", "ff.3")  # fc1, fc2 in ours
+
     def layer_end(ours: str, prefix: str) -> None:  # the feed-forward block and its norm
-        linear(f"{ours}.ff.0", [f"{prefix}.fc1"], True, False)
-        linear(f"{ours}.ff.3", [f"{prefix}.fc2"], False, True)
-        norm(f"{ours}.res_ff", f"{prefix}.final_layer_norm")
+        linear(f"{ours}.{block[0]}", [f"{prefix}.fc1"], True, False)
+        linear(f"{ours}.{block[1]}", [f"{prefix}.fc2"], False, True)
+        norm(f"{ours}.res_ff.norm", f"{prefix}.final_layer_norm")
 
     def norm(ours: str, name: str) -> None:
-        out.update({f"{ours}.norm.{part}": theirs[f"{name}.{part}"][back] for part in ("weight", "bias")})
+        out.update({f"{ours}.{part}": theirs[f"{name}.{part}"][back] for part in ("weight", "bias")})
 
     for i in range(cfg.n_encoder_layers):
         ours, prefix = f"encoder.{i}", f"model.encoder.layers.{i}"
         attention(f"{ours}.self_attn", f"{prefix}.self_attn", {"qkv": "qkv"})
-        norm(f"{ours}.res_attn", f"{prefix}.self_attn_layer_norm")
+        norm(f"{ours}.res_attn.norm", f"{prefix}.self_attn_layer_norm")
         layer_end(ours, prefix)
     for i in range(cfg.n_decoder_layers):
         ours, prefix = f"decoder.{i}", f"model.decoder.layers.{i}"
         attention(f"{ours}.self_attn", f"{prefix}.self_attn", {"qkv": "qkv"})
-        norm(f"{ours}.res_self", f"{prefix}.self_attn_layer_norm")
+        norm(f"{ours}.res_self.norm", f"{prefix}.self_attn_layer_norm")
         attention(f"{ours}.cross_attn", f"{prefix}.encoder_attn", {"q": "q", "kv": "kv"})
-        norm(f"{ours}.res_cross", f"{prefix}.encoder_attn_layer_norm")
+        norm(f"{ours}.res_cross.norm", f"{prefix}.encoder_attn_layer_norm")
         layer_end(ours, prefix)
+    if cfg.norm_first:  # Pegasus: pre-LN, each stack ending with a LayerNorm
+        norm("encoder_norm", "model.encoder.layer_norm")
+        norm("decoder_norm", "model.decoder.layer_norm")
     if not cfg.tie_embeddings:
         out["generator.weight"] = theirs["lm_head.weight"][order][:, back]
         out["generator.bias"] = theirs["final_logits_bias"][0][order]
