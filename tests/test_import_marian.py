@@ -131,6 +131,15 @@ def test_an_imported_run_translates_from_the_command_line(cli, tmp_path):
     assert result.code == 0, result.err
     expected = translate(model, tokenizer, [*EN[:3], ""], DecodeOptions(beam=1)).best
     assert result.out.splitlines() == expected
+    (tmp_path / "ref.txt").write_text("\n".join(FR[:3]) + "\n\n")
+    run, files = tmp_path / "run", ["--source", tmp_path / "in.txt"]
+    for command in (
+        ["evaluate", "--run", run, *files, "--reference", tmp_path / "ref.txt", "--json"],
+        ["score", "--run", run, *files, "--target", tmp_path / "ref.txt", "--json"],
+        ["align", "--run", run, *files, "--target", tmp_path / "ref.txt"],
+    ):
+        done = cli(*command)
+        assert done.code == 0 and done.out.strip(), (command[0], done.err)
 
 
 @pytest.mark.parametrize(
