@@ -16,7 +16,8 @@ feed-forward block; what differs is laid out, not computed, differently, and is 
 - `final_logits_bias`, when it is not zero, or an output layer of its own, becomes our untied
   output layer (a copy of the embedding, with that bias).
 
-Shapes: D model dim, V Marian's vocabulary; ours has V + 1 ids (Marian's PAD is our PAD and BOS).
+Shapes: D model dim, V the checkpoint's vocabulary; ours has V + 1 ids where the decoder starts
+with PAD (OPUS-MT: their PAD is our PAD and our BOS), else V (our own exports).
 """
 
 import json
@@ -40,7 +41,9 @@ HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 ACTIVATIONS = {"relu": "relu", "swish": "silu", "silu": "silu"}  # theirs -> our `ffn`
 
 
-def import_marian(source: str, run_dir: Path, force: bool = False, src: str | None = None, tgt=None) -> Path:
+def import_marian(
+    source: str, run_dir: Path, force: bool = False, src: str | None = None, tgt: str | None = None
+) -> Path:
     """Write `run_dir` (config.json, model.safetensors, tokenizer.model) from the Marian folder
     `source` (or a Hub id, fetched into huggingface_hub's cache), all or nothing; `source` is only
     read."""
