@@ -56,7 +56,7 @@ def test_rnn_from_the_command_line(tmp_path, capsys, monkeypatch, options):
         (["--arch", "rnn", "--heads", "2", "--ff", "8"], "--heads, --ff are not options of --arch rnn"),
         (["--arch", "rnn", "--no-norm-first"], "--no-norm-first is not an option of --arch rnn"),
         (["--arch", "rnn", "--ffn", "swiglu"], "--ffn is not an option of --arch rnn"),
-        (["--ffn", "gelu"], "ffn must be one of relu, swiglu, not 'gelu'"),
+        (["--ffn", "gelu"], "ffn must be one of relu, silu, swiglu, not 'gelu'"),
         (["--d-model", "100", "--heads", "3"], "d_model 100 must be even and a multiple of n_heads 3"),
         (["--arch", "rnn", "--score", "dot"], "bahdanau attention is additive"),
         (["--arch", "rnn", "--attention", "luong", "--score", "cosine"], "dot or general, not 'cosine'"),
