@@ -1,9 +1,12 @@
-"""Run the CLI in-process (fast) or as a real subprocess (for signals), capturing what it prints."""
+"""Run the CLI in-process (fast) or as a real subprocess (for signals), capturing what it prints;
+and torchrun jobs of it, with this checkout on the path."""
 
 import io
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from seq2seq.cli import app as cli
 
@@ -33,3 +36,21 @@ def run_process(args: list[str], stdin: bytes = b"", timeout: float = 120) -> Re
         [sys.executable, "-m", "seq2seq", *map(str, args)], input=stdin, capture_output=True, timeout=timeout
     )
     return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def in_this_checkout() -> dict:
+    paths = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]  # the caller's paths too
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def torchrun(*args: str, cwd: Path, nproc: int = 2) -> subprocess.Popen:
+    """Start `torchrun --standalone --nproc-per-node N ARGS`, through `python -m` so that it is this
+    interpreter's torch; one thread per process, as the machine has few cores."""
+    env = {**in_this_checkout(), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
+    return subprocess.Popen(
+        [*command, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )

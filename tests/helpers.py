@@ -41,6 +41,19 @@ TRAIN = [
 ]
 
 
+# a fine-tuning's `train` (with --init-from): the model and its shape are the start's
+TUNE = [
+    "train",
+    "--max-tokens",
+    "256",
+    "--warmup",
+    "1",
+    "--device",
+    "cpu",
+    "--fp32",
+]
+
+
 def train_args(data, run, steps: int = 4) -> list:
     """TRAIN for `steps` steps, on the corpus folder `data`, into `run`."""
     return [*TRAIN[:3], "--max-steps", str(steps), *TRAIN[5:], "--data-dir", data, "--run", run]

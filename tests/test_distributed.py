@@ -18,26 +18,11 @@ from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.training.checkpoint import CONFIG, METRICS, load_run, read_metrics
 from seq2seq.training.distributed import World, rank_batch
 from seq2seq.training.step import TrainStep
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import in_this_checkout, run_cli, torchrun
 from tests.conftest import saved_step
 from tests.ddp_step import fresh_model, step_batches
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def in_this_checkout() -> dict:
-    paths = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]  # the caller's paths too
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-
-
-def torchrun(*args: str, cwd: Path, nproc: int = 2) -> subprocess.Popen:
-    """Start `torchrun --standalone --nproc-per-node N ARGS`, through `python -m` so that it is this
-    interpreter's torch; one thread per process, as the machine has few cores."""
-    env = {**in_this_checkout(), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
-    return subprocess.Popen(
-        [*command, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
 
 
 def test_ranks_shares_of_an_epoch_are_disjoint_and_cover_it():

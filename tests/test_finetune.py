@@ -11,18 +11,8 @@ from safetensors.torch import load_file
 
 from tests.cli_helpers import run_process
 from tests.conftest import write_multi30k
-from tests.helpers import TRAIN
+from tests.helpers import TRAIN, TUNE
 
-TUNE = [
-    "train",
-    "--max-tokens",
-    "256",
-    "--warmup",
-    "1",
-    "--device",
-    "cpu",
-    "--fp32",
-]  # the model: the start's
 ENCODER = {"transformer": ("encoder.", "encoder_norm."), "rnn": ("encoder.",)}
 
 

@@ -172,8 +172,7 @@ def _edit(folder, **values):
 
 def test_an_imported_run_is_fine_tuned_into_a_new_run_never_trained_over(cli, tmp_path):
     from tests.conftest import write_multi30k
-    from tests.helpers import train_args
-    from tests.test_finetune import TUNE
+    from tests.helpers import TUNE, train_args
 
     imported(cli, tmp_path)
     data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})

@@ -8,7 +8,7 @@ import sys
 import torch
 from safetensors.torch import load_file
 
-from tests.test_distributed import in_this_checkout, torchrun
+from tests.cli_helpers import in_this_checkout, torchrun
 
 TRAIN = ["-m", "seq2seq", "--", "train", "--preset", "tiny", "--max-steps", "3", "--max-tokens", "64"]
 TRAIN += ["--fp32", "--device", "cpu", "--average", "0"]
