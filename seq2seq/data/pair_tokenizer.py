@@ -61,7 +61,7 @@ def marian_order(vocab: dict[str, int], start: str) -> np.ndarray:
     missing = [p for p in (*SPECIALS.values(), start) if p not in vocab]
     if missing:
         raise ValueError(f"the vocabulary has no {', '.join(missing)}")
-    pad, unk, eos, bos = (vocab[p] for p in (SPECIALS["pad"], SPECIALS["unk"], SPECIALS["eos"], start))
+    pad, unk, eos, bos = (vocab[p] for p in (*SPECIALS.values(), start))
     ids = sorted(set(vocab.values()))
     if ids != list(range(len(ids))) or len(ids) != len(vocab):
         raise ValueError("the vocabulary's ids are not 0 .. N-1, each once")
@@ -129,9 +129,6 @@ class PairTokenizer(Tokenizer):
     def pieces(self, text: str, side: str = "source") -> list[str]:
         code, text = _code(text)
         return code + self.sides[side].Encode(text, out_type=str)
-
-    def count_pieces(self, texts: list[str], side: str = "source") -> list[int]:
-        return [len(ids) for ids in self.encode(texts, side)]
 
     def id_pieces(self, ids: list[int]) -> list[str]:
         return [self.piece_of[int(i)] for i in ids]

@@ -177,14 +177,15 @@ class Encoder:
 
     def __init__(self, tokenizer_path: str, max_len: int, max_ratio: float):
         self.tokenizer_path, self.max_len, self.max_ratio = tokenizer_path, max_len, max_ratio
-        self._sp = None
+        self._tokenizer = None
 
     def __call__(self, batch: dict) -> dict:
-        if self._sp is None:
+        if self._tokenizer is None:
             from seq2seq.data.tokenizer import open_tokenizer
 
-            self._sp = open_tokenizer(self.tokenizer_path)
-        src, tgt = self._sp.encode(batch["src"], "source"), self._sp.encode(batch["tgt"], "target")
+            self._tokenizer = open_tokenizer(self.tokenizer_path)
+        src = self._tokenizer.encode(batch["src"], "source")
+        tgt = self._tokenizer.encode(batch["tgt"], "target")
         return {
             "src": batch["src"],
             "src_ids": src,
@@ -197,7 +198,7 @@ class Encoder:
         }
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_sp": None}
+        return {**self.__dict__, "_tokenizer": None}
 
 
 def _remove_links(root: Path) -> None:

@@ -74,9 +74,8 @@ def save_tokenizer(tokenizer, folder: Path, ours, src: str, tgt: str) -> None:
     target.spm and vocab.json, which `seq2seq import` reads the folder back with (and the
     languages, which it records)."""
     tokenizer.save_pretrained(folder)
-    for side in ("source.spm", "target.spm"):
-        (Path(folder) / side).write_bytes(Path(ours.path).read_bytes())
-    _save_vocab(ours, folder)
+    model = Path(ours.path).read_bytes()
+    _save_pieces(ours, folder, model, model)
     path = Path(folder) / "tokenizer_config.json"
     config = json.loads(path.read_text(encoding="utf-8"))
     config |= {"tokenizer_class": "PreTrainedTokenizerFast", "source_lang": src, "target_lang": tgt}
@@ -86,23 +85,24 @@ def save_tokenizer(tokenizer, folder: Path, ours, src: str, tgt: str) -> None:
 def save_marian_tokenizer(tokenizer, folder: Path, max_positions: int, src: str, tgt: str) -> None:
     """An imported Marian model's tokenizer (a `PairTokenizer`) as `MarianTokenizer`'s files, in
     our ids: the vocabulary maps each piece to our id, our BOS (the decoder's start) included."""
-    folder = Path(folder)
-    (folder / "source.spm").write_bytes(tokenizer.files["source.spm"])
-    (folder / "target.spm").write_bytes(tokenizer.files["target.spm"])
-    _save_vocab(tokenizer, folder)
+    _save_pieces(tokenizer, folder, tokenizer.files["source.spm"], tokenizer.files["target.spm"])
     config = dict(
         tokenizer_class="MarianTokenizer", source_lang=src, target_lang=tgt, model_max_length=max_positions,
         separate_vocabs=False, unk_token="<unk>", eos_token="</s>", pad_token="<pad>",
     )  # fmt: skip
-    (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    (Path(folder) / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
-def _save_vocab(tokenizer, folder: Path) -> None:
-    """vocab.json: each piece -> our id, the specials and our BOS (the decoder's start) included."""
+def _save_pieces(tokenizer, folder: Path, source_spm: bytes, target_spm: bytes) -> None:
+    """A Marian checkpoint's tokenizer files: source.spm, target.spm and vocab.json (each piece ->
+    our id, the specials and our BOS, the decoder's start, included)."""
     vocab = {piece: i for i, piece in enumerate(tokenizer.id_pieces(range(tokenizer.vocab_size)))}
     if len(vocab) != tokenizer.vocab_size:
         raise Seq2SeqError(f"{tokenizer.path}: two ids share a piece; a vocab.json cannot hold them")
-    (Path(folder) / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    folder = Path(folder)
+    (folder / "source.spm").write_bytes(source_spm)
+    (folder / "target.spm").write_bytes(target_spm)
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
 
 
 def _model_proto(path: Path):

@@ -140,10 +140,7 @@ def _config(source: Path) -> dict:
     missing = [name for name in FILES if not (source / name).is_file()]
     if missing:
         raise Seq2SeqError(f"{source} is not a Marian checkpoint: it has no {', '.join(missing)}")
-    try:
-        config = json.loads((source / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as e:
-        raise Seq2SeqError(f"{source / 'config.json'} is not readable JSON ({first_line(e)})") from None
+    config = _json(source / "config.json")
     kind = config.get("model_type") if isinstance(config, dict) else None
     if kind not in ("marian", "pegasus"):
         raise Seq2SeqError(f"{source} holds a {kind or 'unknown'} model, not a Marian one (model_type)")
@@ -156,12 +153,16 @@ def _config(source: Path) -> dict:
     return config
 
 
-def _vocab(source: Path, config: dict) -> dict[str, int]:
-    path = source / "vocab.json"
+def _json(path: Path):
     try:
-        vocab = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError) as e:
         raise Seq2SeqError(f"{path} is not readable JSON ({first_line(e)})") from None
+
+
+def _vocab(source: Path, config: dict) -> dict[str, int]:
+    path = source / "vocab.json"
+    vocab = _json(path)
     if not isinstance(vocab, dict) or not all(isinstance(i, int) for i in vocab.values()):
         raise Seq2SeqError(f"{path} is not a piece -> id table")
     if len(vocab) != config.get("vocab_size"):
