@@ -192,6 +192,7 @@ def _languages(source: Path, src: str | None, tgt: str | None) -> tuple[str, str
         recorded = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         recorded = {}
+    recorded = recorded if isinstance(recorded, dict) else {}  # a list, a number: says nothing
     src = src or recorded.get("source_lang")
     tgt = tgt or recorded.get("target_lang")
     if not isinstance(src, str) or not isinstance(tgt, str):
