@@ -8,6 +8,7 @@ from seq2seq.fields import check_choices, option, ranged
 
 FREEZE = ("none", "encoder", "embeddings")  # what a fine-tuned run keeps as its start had it
 GUIDED_POSITIONS = ("output", "input")  # where guided alignment supervises a piece (guided.py)
+GUIDED_CONTEXTS = ("causal", "full")  # what the supervised pass's decoder reads (guided.py)
 DECAYS = ("rsqrt", "none")  # the lr between warmup and cooldown: falling as 1/sqrt(step), or held
 
 
@@ -109,6 +110,13 @@ class TrainConfig:
         "input and the head reads it; align with --method shift).",
         choices=GUIDED_POSITIONS,
     )
+    guided_context: str = option(
+        "causal",
+        "What the decoder reads in the pass --guided-alignment supervises: causal (the translation's "
+        "own pass, each position its prefix) or full (a second pass reading the whole target, Garg et "
+        "al.'s full-context alignment; align with --context full).",
+        choices=GUIDED_CONTEXTS,
+    )
     # fine-tuning (finetune.py): the start of a new run, recorded in its config.json
     init_from: str | None = option(
         None,
@@ -163,6 +171,7 @@ ADDED = {
     "guided_weight": 0.05,
     "guided_layer": None,
     "guided_position": "output",
+    "guided_context": "causal",
     "init_from": None,
     "freeze": "none",
 }
