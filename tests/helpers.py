@@ -111,6 +111,8 @@ OPTIONS = {  # the options an architecture's variants differ by, besides its tin
         "post-ln": dict(norm_first=False),
         "untied": dict(tie_embeddings=False),
         "swiglu": dict(ffn="swiglu"),
+        # a source table of its own (separate vocabularies), unscaled embeddings: imported Marian models
+        "separate": dict(source_vocab_size=48, scale_embeddings=False),
     },
     "rnn": {
         "bahdanau-lstm": dict(cell="lstm"),

@@ -12,6 +12,13 @@ in OPUS-MT; in a model our Hugging Face export wrote, our own BOS), 3 its EOS, a
 other ids in their order. `marian_ids` says which Marian id each of ours is: the importer reorders
 the embedding rows by it, so the model computes the same function over the new ids.
 
+A Marian model with separate vocabularies (target_vocab.json beside vocab.json, the source's) has
+two id tables. Ours stays one, so that every view names a piece by its id alone: the target's
+pieces in the order above, then the source's pieces the target lacks. The decoder reads and writes
+the first part (`target_vocab_size` ids), the encoder the whole (a table of its own in the model,
+`source_vocab_size`); `marian_source_ids` says which source id each of ours is (-1: the source has
+no such piece). A piece both sides have is one id of ours, seen through each side's table.
+
 The run keeps the files in one archive (`tokenizer.model`, a zip holding source.spm, target.spm,
 vocab.json and the decoder's start piece, written with fixed dates so its bytes, which key the
 tokenized corpus, depend on the files alone).
@@ -31,6 +38,7 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import Seq2SeqError
 
 FILES = ("source.spm", "target.spm", "vocab.json", "decoder_start")
+TARGET_VOCAB = "target_vocab.json"  # in the archive of a model with separate vocabularies alone
 SPECIALS = {"pad": "<pad>", "unk": "<unk>", "eos": "</s>"}
 DATE = (1980, 1, 1, 0, 0, 0)  # the earliest a zip holds: the archive's bytes are its files'
 
@@ -44,13 +52,21 @@ def is_archive(path: Path) -> bool:
 
 
 def write_archive(
-    path: Path, source_spm: bytes, target_spm: bytes, vocab: dict[str, int], start: str
+    path: Path,
+    source_spm: bytes,
+    target_spm: bytes,
+    vocab: dict[str, int],
+    start: str,
+    target_vocab: dict[str, int] | None = None,
 ) -> None:
+    """`vocab` is both sides' table, or the source's where `target_vocab` is the target's."""
     buffer = io.BytesIO()
+    table = lambda v: json.dumps(v, ensure_ascii=False).encode("utf-8")  # noqa: E731
+    contents = dict(zip(FILES, (source_spm, target_spm, table(vocab), start.encode("utf-8")), strict=True))
+    if target_vocab is not None:
+        contents[TARGET_VOCAB] = table(target_vocab)
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
-        table = json.dumps(vocab, ensure_ascii=False).encode("utf-8")
-        contents = (source_spm, target_spm, table, start.encode("utf-8"))
-        for name, data in zip(FILES, contents, strict=True):
+        for name, data in contents.items():
             z.writestr(zipfile.ZipInfo(name, DATE), data)
     write_atomic(path, buffer.getvalue())
 
@@ -81,27 +97,48 @@ class PairTokenizer(Tokenizer):
         self.path = path = Path(path)
         try:
             with zipfile.ZipFile(path) as z:
-                self.files = {name: z.read(name) for name in FILES}
-            source, target, vocab, start = self.files.values()
+                names = [*FILES, *([TARGET_VOCAB] if TARGET_VOCAB in z.namelist() else [])]
+                self.files = {name: z.read(name) for name in names}
+            source, target, vocab, start = (self.files[name] for name in FILES)
             vocab, start = json.loads(vocab), start.decode("utf-8")
-            self.marian_ids = marian_order(vocab, start)
+            target_vocab = json.loads(self.files[TARGET_VOCAB]) if TARGET_VOCAB in self.files else vocab
+            self.marian_ids = marian_order(target_vocab, start)
             self.sides = {"source": _processor(source), "target": _processor(target)}
         except (OSError, KeyError, ValueError, RuntimeError, zipfile.BadZipFile) as e:
             raise Seq2SeqError(f"{path} is not a source/target tokenizer archive ({e})") from None
         shared = start == SPECIALS["pad"]  # our BOS a second PAD, not a piece of the table
         ours = {marian: i for i, marian in enumerate(self.marian_ids) if not (shared and i == BOS_ID)}
-        self.table = {piece: ours[i] for piece, i in vocab.items()}  # piece -> our id
+        target_table = {piece: ours[i] for piece, i in target_vocab.items()}  # piece -> our id
+        self.table = target_table | {  # then the source's own pieces, in its order
+            piece: len(self.marian_ids) + n
+            for n, piece in enumerate(p for p in sorted(vocab, key=vocab.get) if p not in target_table)
+        }
+        self.tables = {"source": self.table, "target": target_table}
         self.piece_of = {ours: piece for piece, ours in self.table.items()} | (
             {BOS_ID: "<s>"} if shared else {}
         )
+        self.marian_source_ids = np.full(len(self.piece_of), -1, dtype=np.int64)
+        for piece, i in vocab.items():
+            self.marian_source_ids[self.table[piece]] = i
 
     @property
     def vocab_size(self) -> int:
+        """Every id of ours: the source reads them all, the target the first `target_vocab_size`."""
+        return len(self.piece_of)
+
+    @property
+    def target_vocab_size(self) -> int:
         return len(self.marian_ids)
+
+    @property
+    def separate(self) -> bool:
+        return TARGET_VOCAB in self.files
 
     def encode(self, texts: list[str], side: str = "source") -> list[list[int]]:
         processor = self.sides[side]
-        return [self._ids(code, processor.Encode(text, out_type=str)) for code, text in map(_code, texts)]
+        return [
+            self._ids(code, processor.Encode(text, out_type=str), side) for code, text in map(_code, texts)
+        ]
 
     def sample(self, texts: list[str], alpha: float, seed: int, side: str = "source") -> list[list[int]]:
         """As the joint model's `sample`, with the side's model."""
@@ -115,10 +152,11 @@ class PairTokenizer(Tokenizer):
             nbest_size=-1,
             num_threads=1,
         )
-        return [self._ids(code, p) for (code, _), p in zip(split, pieces, strict=True)]
+        return [self._ids(code, p, side) for (code, _), p in zip(split, pieces, strict=True)]
 
-    def _ids(self, code: list[str], pieces: list[str]) -> list[int]:
-        return [self.table.get(p, UNK_ID) for p in code + pieces]
+    def _ids(self, code: list[str], pieces: list[str], side: str) -> list[int]:
+        table = self.tables[side]
+        return [table.get(p, UNK_ID) for p in code + pieces]
 
     def decode(self, ids: list[list[int]]) -> list[str]:
         """The target model joins the pieces; PAD, BOS and EOS are left out."""

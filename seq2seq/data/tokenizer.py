@@ -42,6 +42,11 @@ class Tokenizer:
     def vocab_size(self) -> int:
         return self.sp.GetPieceSize()
 
+    @property
+    def target_vocab_size(self) -> int:
+        """The ids the target side uses, the decoder's vocabulary: all of them in a joint model."""
+        return self.vocab_size
+
     def encode(self, texts: list[str], side: str = "source") -> list[list[int]]:
         """Piece ids without BOS/EOS; the batcher adds those where each side needs them."""
         return self.sp.Encode(texts)

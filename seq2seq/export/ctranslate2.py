@@ -26,7 +26,7 @@ def export_ctranslate2(run_dir: Path, output_dir: Path, quantization: str | None
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise Seq2SeqError(f"unknown quantization {quantization!r}; use one of {', '.join(QUANTIZATIONS)}")
     model, tokenizer, output_dir = transformer_run(run_dir, output_dir, force, "CTranslate2")
-    spec = transformer_spec(model, tokenizer.id_pieces(range(tokenizer.vocab_size)))
+    spec = transformer_spec(model, tokenizer.id_pieces(range(tokenizer.vocab_size)))  # the source's ids
     spec.validate()
     spec.optimize(quantization=quantization)
     try:
@@ -37,7 +37,8 @@ def export_ctranslate2(run_dir: Path, output_dir: Path, quantization: str | None
 
 
 def transformer_spec(model, vocabulary: list[str]):
-    """A `ctranslate2.specs.TransformerSpec` holding `model`'s weights (fp32 numpy arrays)."""
+    """A `ctranslate2.specs.TransformerSpec` holding `model`'s weights (fp32 numpy arrays);
+    `vocabulary` the pieces of the source's ids, whose first `vocab_size` are the target's."""
     from ctranslate2.specs import common_spec
     from ctranslate2.specs import transformer_spec as ct2
 
@@ -50,8 +51,10 @@ def transformer_spec(model, vocabulary: list[str]):
         ffn_glu=gated,  # act(linear_0(x)) * linear_0_noact(x), then linear_1
     )
     embeddings, positions = _array(model.embed.weight), _array(model.positions)
-    spec.encoder.embeddings[0].weight = embeddings
+    source = model.embed if model.source_embed is None else model.source_embed  # separate vocabularies
+    spec.encoder.embeddings[0].weight = _array(source.weight)
     spec.encoder.position_encodings.encodings = positions
+    spec.encoder.scale_embeddings = spec.decoder.scale_embeddings = cfg.scale_embeddings
     for layer_spec, layer in zip(spec.encoder.layer, model.encoder, strict=True):
         _attention(layer_spec.self_attention, layer.res_attn.norm, [layer.self_attn.qkv, layer.self_attn.out])
         _feed_forward(layer_spec.ffn, layer.res_ff.norm, layer.ff)
@@ -70,7 +73,7 @@ def transformer_spec(model, vocabulary: list[str]):
     else:
         _linear(spec.decoder.projection, model.generator)
     spec.register_source_vocabulary(vocabulary)
-    spec.register_target_vocabulary(vocabulary)
+    spec.register_target_vocabulary(vocabulary[: cfg.vocab_size])
     spec.config.add_source_eos = True  # our encoder reads the pieces and </s>
     spec.config.layer_norm_epsilon = model.encoder[0].res_attn.norm.eps
     return spec

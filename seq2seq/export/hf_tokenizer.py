@@ -86,9 +86,14 @@ def save_marian_tokenizer(tokenizer, folder: Path, max_positions: int, src: str,
     """An imported Marian model's tokenizer (a `PairTokenizer`) as `MarianTokenizer`'s files, in
     our ids: the vocabulary maps each piece to our id, our BOS (the decoder's start) included."""
     _save_pieces(tokenizer, folder, tokenizer.files["source.spm"], tokenizer.files["target.spm"])
+    if tokenizer.separate:  # vocab.json is the source's (every id), target_vocab.json the target's
+        target = tokenizer.id_pieces(range(tokenizer.target_vocab_size))
+        (Path(folder) / "target_vocab.json").write_text(
+            json.dumps({piece: i for i, piece in enumerate(target)}, ensure_ascii=False), encoding="utf-8"
+        )
     config = dict(
         tokenizer_class="MarianTokenizer", source_lang=src, target_lang=tgt, model_max_length=max_positions,
-        separate_vocabs=False, unk_token="<unk>", eos_token="</s>", pad_token="<pad>",
+        separate_vocabs=tokenizer.separate, unk_token="<unk>", eos_token="</s>", pad_token="<pad>",
     )  # fmt: skip
     (Path(folder) / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 

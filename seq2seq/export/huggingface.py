@@ -101,8 +101,11 @@ def quiet():
 def hf_model(model):
     """Our Transformer's weights in a `transformers` model of the matching class, in eval mode."""
     cfg = model.cfg
+    separate = cfg.source_vocab_size is not None  # the encoder's own table: Marian's separate vocabularies
+    if separate and cfg.norm_first:
+        raise Seq2SeqError("a pre-LN model with separate vocabularies has no Hugging Face class")
     shape = dict(
-        vocab_size=cfg.vocab_size,
+        vocab_size=cfg.source_vocab_size or cfg.vocab_size,
         d_model=cfg.d_model,
         encoder_layers=cfg.n_encoder_layers,
         decoder_layers=cfg.n_decoder_layers,
@@ -115,7 +118,7 @@ def hf_model(model):
         attention_dropout=cfg.dropout,
         activation_dropout=cfg.dropout,
         max_position_embeddings=cfg.max_positions,
-        scale_embedding=True,
+        scale_embedding=cfg.scale_embeddings,
         pad_token_id=PAD_ID,
         bos_token_id=BOS_ID,
         eos_token_id=EOS_ID,
@@ -124,8 +127,8 @@ def hf_model(model):
         tie_word_embeddings=cfg.tie_embeddings,
     )
     model_class, config_class = hf_classes(cfg)
-    if not cfg.norm_first:
-        shape["share_encoder_decoder_embeddings"] = True  # Marian's switch
+    if not cfg.norm_first:  # Marian's switches
+        shape |= dict(share_encoder_decoder_embeddings=not separate, decoder_vocab_size=cfg.vocab_size)
     hf = model_class(config_class(**shape))
     hf.load_state_dict(hf_state_dict(model), strict=True)
     return hf.eval()
@@ -162,7 +165,10 @@ def hf_state_dict(model) -> dict[str, Tensor]:
     cfg, order = model.cfg, residual_order(model.cfg.d_model)
     embed = model.embed.weight.detach()[:, order]  # (V, D)
     table = model.positions[:, order]  # (max_positions, D)
-    out = {f"model.{name}": embed for name in ("shared.weight", "encoder.embed_tokens.weight")}
+    if model.source_embed is None:
+        out = {f"model.{name}": embed for name in ("shared.weight", "encoder.embed_tokens.weight")}
+    else:  # separate vocabularies: no shared table, the encoder's own
+        out = {"model.encoder.embed_tokens.weight": model.source_embed.weight.detach()[:, order]}
     out["model.decoder.embed_tokens.weight"] = embed
     for stack in ("encoder", "decoder"):
         out[f"model.{stack}.embed_positions.weight"] = table

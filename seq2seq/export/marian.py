@@ -6,7 +6,7 @@ own `export --to huggingface` writes import back the same way: Marian for post-L
 SentencePiece model as both sides' and our ids in vocab.json.
 
 A Marian model is our post-LN Transformer (`norm_first=False`) with sqrt(D)-scaled embeddings
-shared by encoder, decoder and output, biases everywhere, and a ReLU or SiLU ("swish")
+shared by encoder, decoder and output (in most), biases everywhere, and a ReLU or SiLU ("swish")
 feed-forward block; what differs is laid out, not computed, differently, and is undone here:
 
 - its position table holds all sines then all cosines where ours interleaves them: the residual
@@ -16,8 +16,12 @@ feed-forward block; what differs is laid out, not computed, differently, and is 
 - `final_logits_bias`, when it is not zero, or an output layer of its own, becomes our untied
   output layer (a copy of the embedding, with that bias).
 
-Shapes: D model dim, V the checkpoint's vocabulary; ours has V + 1 ids where the decoder starts
-with PAD (OPUS-MT: their PAD is our PAD and our BOS), else V (our own exports).
+Separate source and target vocabularies (`share_encoder_decoder_embeddings` false, target_vocab.json)
+become one id table of ours (`pair_tokenizer.py`) and a source embedding table of the encoder's
+own (`source_vocab_size`); embeddings Marian does not scale by sqrt(D) stay unscaled.
+
+Shapes: D model dim, V the checkpoint's (target) vocabulary; ours has V + 1 ids where the decoder
+starts with PAD (OPUS-MT: their PAD is our PAD and our BOS), else V (our own exports).
 """
 
 import json
@@ -50,7 +54,9 @@ def import_marian(
     source = checkpoint_folder(str(source))
     check_output(source, run_dir, force)  # never over, in or around the folder it reads
     config = _config(source)
-    vocab = _vocab(source, config)
+    separate = not config.get("share_encoder_decoder_embeddings", True)
+    vocab = _vocab(source / "vocab.json", config.get("vocab_size"), config, ids=not separate)
+    target_vocab = _target_vocab(source, config) if separate else vocab
     model_class = _model_class(config)
     from safetensors import SafetensorError
 
@@ -59,32 +65,32 @@ def import_marian(
             hf = model_class.from_pretrained(source, dtype=torch.float32).eval()
     except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as e:
         raise Seq2SeqError(f"{source}: cannot load the Marian weights ({first_line(e)})") from None
-    from seq2seq.data.pair_tokenizer import marian_order, write_archive
+    from seq2seq.data.pair_tokenizer import PairTokenizer, marian_order, write_archive
 
-    start = decoder_start(source, config, vocab)
+    start = decoder_start(source, config, target_vocab)
     try:
-        order = torch.from_numpy(marian_order(vocab, start))
+        marian_order(target_vocab, start)
     except ValueError as e:
-        raise Seq2SeqError(f"{source / 'vocab.json'}: {e}") from None
-    ours = our_config(config, hf, len(order), gated=model_class.__name__.startswith("Gated"))
-    tensors = our_state_dict(hf, ours, order)
+        raise Seq2SeqError(f"{source / ('target_vocab.json' if separate else 'vocab.json')}: {e}") from None
     languages = _languages(source, src, tgt)
 
     def write(folder: Path) -> None:
         from seq2seq.models.registry import build_model
         from seq2seq.training import checkpoint as ckpt
 
-        model = build_model(ours)
-        model.load_state_dict(tensors, strict=True)
-        ckpt.save_weights(model, folder / ckpt.BEST)
         spm = [(source / name).read_bytes() for name in ("source.spm", "target.spm")]
-        write_archive(folder / ckpt.TOKENIZER, *spm, vocab, start)
+        write_archive(folder / ckpt.TOKENIZER, *spm, vocab, start, target_vocab if separate else None)
+        tokenizer = PairTokenizer(folder / ckpt.TOKENIZER)
+        ours = our_config(config, hf, tokenizer, gated=model_class.__name__.startswith("Gated"))
+        model = build_model(ours)
+        model.load_state_dict(our_state_dict(hf, ours, tokenizer), strict=True)
+        ckpt.save_weights(model, folder / ckpt.BEST)
         ckpt.save_config(
             folder,
             {
                 "model": asdict(ours),
                 "train": dict(zip(("corpus", "src", "tgt"), languages, strict=True)),
-                "tokenizer": {"file": ckpt.TOKENIZER, "vocab_size": ours.vocab_size},
+                "tokenizer": {"file": ckpt.TOKENIZER, "vocab_size": tokenizer.vocab_size},
                 "imported": {"from": str(source), "kind": "marian"},
             },
         )
@@ -146,10 +152,9 @@ def _config(source: Path) -> dict:
         raise Seq2SeqError(f"{source} holds a {kind or 'unknown'} model, not a Marian one (model_type)")
     if config.get("activation_function") not in ACTIVATIONS:
         raise Seq2SeqError(f"{source}: activation {config.get('activation_function')!r} is not relu or swish")
-    if not config.get("scale_embedding", False):
-        raise Seq2SeqError(f"{source}: embeddings without sqrt(d_model) scaling are not supported")
-    if not config.get("share_encoder_decoder_embeddings", True):
-        raise Seq2SeqError(f"{source}: separate source and target vocabularies are not supported yet")
+    separate = not config.get("share_encoder_decoder_embeddings", True)
+    if separate and not (source / "target_vocab.json").is_file():
+        raise Seq2SeqError(f"{source}: separate vocabularies, but no target_vocab.json beside vocab.json")
     return config
 
 
@@ -160,20 +165,26 @@ def _json(path: Path):
         raise Seq2SeqError(f"{path} is not readable JSON ({first_line(e)})") from None
 
 
-def _vocab(source: Path, config: dict) -> dict[str, int]:
-    path = source / "vocab.json"
+def _vocab(path: Path, size, config: dict, ids: bool = True) -> dict[str, int]:
+    """A piece -> id table of `size` pieces with PAD and EOS, at the config's ids (`ids`: the
+    decoder's table; a separate source table has its own)."""
     vocab = _json(path)
     if not isinstance(vocab, dict) or not all(isinstance(i, int) for i in vocab.values()):
         raise Seq2SeqError(f"{path} is not a piece -> id table")
-    if len(vocab) != config.get("vocab_size"):
+    if len(vocab) != size:
         raise Seq2SeqError(
-            f"{path} has {len(vocab)} pieces but the model has {config.get('vocab_size')}: "
+            f"{path} has {len(vocab)} pieces but the model has {size}: "
             "the tokenizer does not match the vocabulary"
         )
     for key, piece in {"pad_token_id": "<pad>", "eos_token_id": "</s>"}.items():
-        if vocab.get(piece) != config.get(key):
-            raise Seq2SeqError(f"{source}: {key} is {config.get(key)}, but {piece} is {vocab.get(piece)}")
+        if piece not in vocab or (ids and vocab[piece] != config.get(key)):
+            raise Seq2SeqError(f"{path}: {key} is {config.get(key)}, but {piece} is {vocab.get(piece)}")
     return vocab
+
+
+def _target_vocab(source: Path, config: dict) -> dict[str, int]:
+    """The decoder's own table, where the model has separate vocabularies."""
+    return _vocab(source / "target_vocab.json", config.get("decoder_vocab_size"), config)
 
 
 def decoder_start(source: Path, config: dict, vocab: dict[str, int]) -> str:
@@ -200,19 +211,21 @@ def _languages(source: Path, src: str | None, tgt: str | None) -> tuple[str, str
     return "multi30k", src, tgt
 
 
-def our_config(config: dict, hf, vocab_size: int, gated: bool) -> TransformerConfig:
+def our_config(config: dict, hf, tokenizer, gated: bool) -> TransformerConfig:
     """Our Transformer of the checkpoint's shape (one dropout: theirs on the sub-layers)."""
     same = [("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")]
     for a, b in same:
         if config.get(a) != config.get(b):
             raise Seq2SeqError(f"{a} {config.get(a)} and {b} {config.get(b)} differ; ours are one")
     embed = hf.model.decoder.embed_tokens.weight
-    if not torch.equal(hf.model.encoder.embed_tokens.weight, embed):
-        raise Seq2SeqError("the encoder's and the decoder's embeddings differ; ours share one")
+    if not tokenizer.separate and not torch.equal(hf.model.encoder.embed_tokens.weight, embed):
+        raise Seq2SeqError("the encoder's and the decoder's embeddings differ over one vocabulary")
     tied = torch.equal(hf.lm_head.weight, embed) and not hf.final_logits_bias.any()
     try:
         return TransformerConfig(
-            vocab_size=vocab_size,
+            vocab_size=tokenizer.target_vocab_size,
+            source_vocab_size=tokenizer.vocab_size if tokenizer.separate else None,
+            scale_embeddings=bool(config.get("scale_embedding", False)),
             d_model=config["d_model"],
             n_heads=config["encoder_attention_heads"],
             n_encoder_layers=config["encoder_layers"],
@@ -228,11 +241,17 @@ def our_config(config: dict, hf, vocab_size: int, gated: bool) -> TransformerCon
         raise Seq2SeqError(f"the Marian config does not describe a model of ours ({first_line(e)})") from None
 
 
-def our_state_dict(hf, cfg: TransformerConfig, order: Tensor) -> dict[str, Tensor]:
-    """Our tensors from theirs: residual dims back in our order, vocabulary rows in `order`."""
+def our_state_dict(hf, cfg: TransformerConfig, tokenizer) -> dict[str, Tensor]:
+    """Our tensors from theirs: residual dims back in our order, vocabulary rows in the
+    tokenizer's (a separate source table's rows by `marian_source_ids`, zero where it lacks one)."""
     back = torch.argsort(residual_order(cfg.d_model))  # dim i of ours is their dim back[i]
+    order = torch.from_numpy(tokenizer.marian_ids)
     theirs = {name: t.detach().float() for name, t in hf.state_dict().items()}
     out = {"embed.weight": theirs["model.decoder.embed_tokens.weight"][order][:, back]}
+    if cfg.source_vocab_size is not None:
+        rows = torch.from_numpy(tokenizer.marian_source_ids)
+        table = theirs["model.encoder.embed_tokens.weight"][rows.clamp_min(0)][:, back]
+        out["source_embed.weight"] = table * (rows >= 0)[:, None]
 
     def linear(ours: str, names: list[str], reads: bool, writes: bool) -> None:
         """Their linears `names` (stacked) as ours: the columns of one that reads the residual

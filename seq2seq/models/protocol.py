@@ -69,6 +69,7 @@ class Seq2SeqModel(nn.Module, ABC):
 
     cfg: ModelConfig
     encoder_modules: tuple[str, ...] = ("encoder",)  # the submodules that make the encoder (freezing)
+    embedding_modules: tuple[str, ...] = ("embed",)  # the embedding tables (freezing; None: absent)
     embed: nn.Embedding  # the joint source/target embedding; the output layer unless `generator`
     generator: nn.Module | None  # None: the embedding matrix, tied; int8 decoding sets its own
 

@@ -34,6 +34,11 @@ class TransformerConfig:
     norm_first: bool = True  # pre-LN; False gives the original paper's post-LN "Add & Norm"
     tie_embeddings: bool = True  # output projection shares the joint embedding matrix
     ffn: str = "relu"  # the feed-forward block: relu, silu or swiglu (models/feed_forward.py)
+    scale_embeddings: bool = True  # embeddings times sqrt(D) before the positions are added
+    # the source's own embedding table of this many ids (separate vocabularies, as some Marian
+    # models have: our ids below vocab_size are the target's, the source reads ids up to this);
+    # None: the source shares the joint table
+    source_vocab_size: int | None = None
     arch: str = field(default="transformer", init=False)  # names the class in config.json
 
     def __post_init__(self):
@@ -41,6 +46,10 @@ class TransformerConfig:
             raise ValueError(f"d_model {self.d_model} must be even and a multiple of n_heads {self.n_heads}")
         if self.ffn not in FFNS:
             raise ValueError(f"ffn must be one of {', '.join(FFNS)}, not {self.ffn!r}")
+        if self.source_vocab_size is not None and self.source_vocab_size < self.vocab_size:
+            raise ValueError(
+                f"source_vocab_size {self.source_vocab_size} is below vocab_size {self.vocab_size}"
+            )
 
 
 PRESETS = {
@@ -55,7 +64,7 @@ OPTIONS = dict(
     decoder_layers="n_decoder_layers", norm_first="norm_first", ffn="ffn",
 )  # fmt: skip
 # fields a config.json from before them lacks -> the value such runs were trained with
-ADDED_SINCE = dict(ffn="relu")
+ADDED_SINCE = dict(ffn="relu", scale_embeddings=True, source_vocab_size=None)
 
 
 class Attention(nn.Module):
@@ -208,12 +217,15 @@ class DecoderLayer(nn.Module):
 class Transformer(Seq2SeqModel):
     """encode() once, then start_cache() + step() per position; decode_states() for teacher forcing."""
 
-    encoder_modules = ("encoder", "encoder_norm")
+    encoder_modules = ("encoder", "encoder_norm", "source_embed")
+    embedding_modules = ("embed", "source_embed")
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=PAD_ID)
+        separate = cfg.source_vocab_size is not None  # the source reads a table of its own
+        self.source_embed = nn.Embedding(cfg.source_vocab_size, cfg.d_model, PAD_ID) if separate else None
         self.register_buffer("positions", sinusoids(cfg.max_positions, cfg.d_model), persistent=False)
         self.drop = Dropout(cfg.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
@@ -224,13 +236,15 @@ class Transformer(Seq2SeqModel):
         self.generator = None if cfg.tie_embeddings else nn.Linear(cfg.d_model, cfg.vocab_size)
         self.apply(init_weights)
 
-    def embed_tokens(self, tokens: Tensor, offset: int = 0) -> Tensor:
-        """(B, T) ids -> (B, T, D); scaled by sqrt(D) so embeddings and positions are comparable."""
+    def embed_tokens(self, tokens: Tensor, offset: int = 0, table: nn.Embedding | None = None) -> Tensor:
+        """(B, T) ids -> (B, T, D) through `table` (default the joint one); scaled by sqrt(D) (unless
+        the config says not) so embeddings and positions are comparable."""
         T = tokens.size(1)
         if offset + T > self.cfg.max_positions:
             raise ValueError(f"sequence of {offset + T} exceeds max_positions {self.cfg.max_positions}")
-        x = self.embed(tokens) * math.sqrt(self.cfg.d_model) + self.positions[offset : offset + T]
-        return self.drop(x)
+        x = (table or self.embed)(tokens)
+        scale = math.sqrt(self.cfg.d_model) if self.cfg.scale_embeddings else 1.0
+        return self.drop(x * scale + self.positions[offset : offset + T])
 
     def logits(self, h: Tensor) -> Tensor:
         """(..., D) -> (..., V) through the tied embedding matrix (or the untied generator)."""
@@ -240,7 +254,7 @@ class Transformer(Seq2SeqModel):
     def encode(self, src: Tensor, record: AttentionRecord | None = None) -> tuple[Tensor, Tensor]:
         """(B, S) source ids -> memory (B, S, D), src_mask (B, 1, 1, S) True where not padding."""
         src_mask = (src != PAD_ID)[:, None, None, :]
-        x = self.embed_tokens(src)
+        x = self.embed_tokens(src, table=self.source_embed)
         for layer in self.encoder:
             x = layer(x, src_mask, record)
         return self.encoder_norm(x), src_mask

@@ -91,10 +91,12 @@ def load_run(
         device = resolve_device(device)
     cfg = model_config(load_config(run_dir))
     tokenizer = open_tokenizer(run_dir / TOKENIZER)
-    if tokenizer.vocab_size != cfg.vocab_size:
+    # a model with a source table of its own (separate vocabularies) reads all the tokenizer's ids
+    expected = getattr(cfg, "source_vocab_size", None) or cfg.vocab_size
+    if tokenizer.vocab_size != expected:
         raise Seq2SeqError(
             f"{run_dir}: tokenizer has {tokenizer.vocab_size} pieces but the model expects "
-            f"{cfg.vocab_size}; the run's files do not belong together"
+            f"{expected}; the run's files do not belong together"
         )
     model = build_model(cfg)
     load_weights(model, run_dir / weights)

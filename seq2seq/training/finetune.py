@@ -75,12 +75,10 @@ def load_start(model: Seq2SeqModel, init_from: str) -> None:
 def freeze(model: Seq2SeqModel, part: str) -> None:
     """Stop the gradient of `part` ("encoder", "embeddings" or "none"): the optimizer then never
     changes it (AdamW skips parameters without a gradient, weight decay included)."""
-    if part == "encoder":
-        modules = [getattr(model, name) for name in model.encoder_modules]
-        params = [p for module in modules for p in module.parameters()]
-    elif part == "embeddings":
-        params = list(model.embed.parameters())
-    else:
+    if part == "none":
         return
+    names = model.encoder_modules if part == "encoder" else model.embedding_modules
+    modules = [getattr(model, name) for name in names]
+    params = [p for module in modules if module is not None for p in module.parameters()]
     for p in params:
         p.requires_grad_(False)

@@ -125,7 +125,7 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
     key = tokenized.cache_key(identity, path, max_len, MAX_RATIO)
     folder = tokenized.build_if_missing(run_dir, key, train_pairs, path, max_len)
     del loaded[:]
-    model_config = replace(model_config, vocab_size=tokenizer.vocab_size)
+    model_config = replace(model_config, vocab_size=tokenizer.target_vocab_size)  # the source's: as started
     ckpt.save_config(run_dir, ckpt.config_sections(model_config, config, tokenizer))
     return str(folder), model_config, val_pairs
 
