@@ -1,11 +1,10 @@
 """The alignment table of docs/alignment.md: every method on the same gold pairs, in one run.
 
-The settings are chosen on the development half (the layer, head, extraction rule, position,
-unshifted or Shift-Att, and context, causal or full, of the best attention map) and the figures
-reported on the test half: the last layer's mean cross-attention, the settings chosen on dev,
-Shift-Att (of both), gradient x input, integrated gradients, the head guided alignment trained
-(for a run that used it, read as it trained), and eflomal trained on the run's training pairs
-plus the pairs aligned.
+The settings are chosen on the development half (the layer, head, extraction rule and position,
+unshifted or Shift-Att, of the best attention map) and the figures reported on the test half: the
+last layer's mean cross-attention, the settings chosen on dev, Shift-Att (of both), gradient x
+input, integrated gradients, the head guided alignment trained (for a run that used it), and
+eflomal trained on the run's training pairs plus the pairs aligned.
 
     python -m scripts.alignment_table --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
 """
@@ -18,7 +17,7 @@ from pathlib import Path
 from scripts.common import REPO, cpu
 from seq2seq.alignment.api import align, head_scores
 from seq2seq.alignment.baseline import eflomal_with_corpus
-from seq2seq.alignment.methods import CONTEXTS, Method
+from seq2seq.alignment.methods import Method
 from seq2seq.alignment.pharaoh import read_links
 from seq2seq.alignment.score import score
 from seq2seq.training.checkpoint import load_run
@@ -36,20 +35,18 @@ RULES = [("argmax", 0.5), ("intersect", 0.5), ("grow", 0.5)]
 RULES += [("threshold", t) for t in (0.2, 0.3, 0.4, 0.5)]
 
 
-def best_head(model, tokenizer, dev) -> tuple[Method, tuple[str, float], float]:
-    """The attention method (shifted or not, causal or full context, layer, head) and extraction
-    rule with the lowest AER on the development half, and that AER."""
+def best_head(model, tokenizer, dev) -> tuple[str, int, int | None, tuple[str, float], float]:
+    """The (method, layer, head, extraction rule) whose attention, shifted or not, has the lowest
+    AER on the development half."""
     best = None
-    for context in CONTEXTS:
-        for shifted in (False, True):
-            for rule, threshold in RULES:
-                table, _ = head_scores(
-                    model, tokenizer, *dev[:2], dev[2], shifted, rule, threshold, context=context
-                )
-                for (layer, head), result in table.items():
-                    if best is None or result.aer < best[2]:
-                        name = "shift" if shifted else "attention"
-                        best = (Method(name, layer, head, context=context), (rule, threshold), result.aer)
+    for shifted in (False, True):
+        for rule, threshold in RULES:
+            table, _ = head_scores(
+                model, tokenizer, *dev[:2], dev[2], shifted=shifted, rule=rule, threshold=threshold
+            )
+            for (layer, head), result in table.items():
+                if best is None or result.aer < best[4]:
+                    best = ("shift" if shifted else "attention", layer, head, (rule, threshold), result.aer)
     return best
 
 
@@ -70,33 +67,31 @@ def main() -> None:
     print(cpu())
     model, tokenizer = load_run(args.run)
     dev, test = half("dev", args.gold_dir), half("test", args.gold_dir)
-    method, rule, dev_aer = best_head(model, tokenizer, dev)
-    layer, head, context = method.layer, method.head, method.context
-    chosen = f"layer {layer} head {head or 'mean'}, {context} context, {rule_name(rule)}"
-    shown = {"attention": "attention", "shift": "Shift-Att"}
-    print(f"chosen on dev: {shown[method.name]}, {chosen} (dev AER {dev_aer:.3f})")
-    other = "attention" if method.name == "shift" else "shift"
+    name, layer, head, rule, dev_aer = best_head(model, tokenizer, dev)
+    chosen = f"layer {layer} head {head or 'mean'}, {rule_name(rule)}"
+    shown = {"attention": "attention", "shift": "Shift-Att"}[name]
+    print(f"chosen on dev: {shown}, {chosen} (dev AER {dev_aer:.3f})")
     argmax = ("argmax", 0.5)
     methods = {  # name -> (method, extraction rule)
         "attention, last layer, mean of heads, argmax": (Method("attention"), argmax),
-        f"{shown[method.name]}, {chosen} (chosen on dev)": (method, rule),
+        f"{shown}, {chosen} (chosen on dev)": (Method(name, layer, head), rule),
         "Shift-Att, last layer, mean of heads, argmax": (Method("shift"), argmax),
-        f"{shown[other]}, {chosen}": (Method(other, layer, head, context=context), rule),
+        f"{'attention' if name == 'shift' else 'Shift-Att'}, {chosen}": (
+            Method("attention" if name == "shift" else "shift", layer, head),
+            rule,
+        ),
         "gradient x input, argmax": (Method("gradxinput"), argmax),
     }
     if not args.no_ig:
         label = f"integrated gradients ({args.steps} steps), argmax"
         methods[label] = (Method("ig", steps=args.steps), argmax)
     recipe = stored_train_config(args.run)
-    if recipe.guided_alignment is not None:  # the head that guided alignment trained, read as trained
+    if recipe.guided_alignment is not None:  # the head that guided alignment trained, where it did
         guided = recipe.guided_layer or max(model.cfg.n_decoder_layers - 1, 1)
         where = "shift" if recipe.guided_position == "input" else "attention"
         for extraction in (argmax, rule):
-            label = f"{where}, the guided head (layer {guided} head 1, {recipe.guided_context} context), "
-            methods[label + rule_name(extraction)] = (
-                Method(where, guided, 1, context=recipe.guided_context),
-                extraction,
-            )
+            label = f"{where}, the guided head (layer {guided} head 1), {rule_name(extraction)}"
+            methods[label] = (Method(where, guided, 1), extraction)
     rows = []
     for name, (method, (extraction, threshold)) in methods.items():
         start = time.perf_counter()

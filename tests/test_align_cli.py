@@ -4,10 +4,7 @@ import json
 
 import pytest
 
-from seq2seq.alignment.api import align
-from seq2seq.alignment.methods import Method
 from seq2seq.alignment.pharaoh import parse_line
-from seq2seq.training.checkpoint import load_run
 from tests.conftest import EN, FR
 
 
@@ -94,20 +91,6 @@ def test_bad_pairs_and_gold_are_one_line_errors_and_write_nothing(
 def test_all_heads_needs_gold_and_an_attention_method(cli, tiny_run, pairs):
     result = cli(*args(tiny_run[0], pairs, "--all-heads"))
     assert result.code == 2 and "--all-heads" in result.err
-
-
-def test_full_context_reads_the_whole_forced_target(cli, tiny_run, pairs):
-    result = cli(*args(tiny_run[0], pairs, "--context", "full", "--layer", "1", "--head", "1"))
-    assert result.code == 0, result.err
-    model, tokenizer = load_run(tiny_run[0])
-    sources, targets = EN[:4], FR[:4]
-    found = align(model, tokenizer, sources, targets, Method(layer=1, head=1, context="full"))
-    assert result.out.splitlines() == [a.pharaoh() for a in found]
-    assert found[0].method.endswith("full target context")
-    causal = align(model, tokenizer, sources, targets, Method(layer=1, head=1))
-    assert any((f.scores != c.scores).any() for f, c in zip(found, causal, strict=True))
-    bad = cli(*args(tiny_run[0], pairs, "--context", "full", "--method", "ig"))
-    assert bad.code == 2 and "--context full reads attention" in bad.err
 
 
 def test_pictures_of_each_pair_with_its_links(cli, tiny_run, pairs):

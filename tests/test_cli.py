@@ -145,14 +145,17 @@ def test_a_run_from_before_the_gated_preset_is_refused_naming_what_changed(train
 
 
 @pytest.mark.parametrize(
-    "edit,why",
+    "edit,why,commit",
     [
-        (lambda train: train.pop("weight_decay"), "its 'train' section has no weight_decay"),
-        (lambda train: train.update(r_drop=5.0), "trained with r_drop 5.0"),
-        (lambda train: train.update(sample_by_epoch=False), "trained with sample_by_epoch False"),
+        (lambda train: train.pop("weight_decay"), "its 'train' section has no weight_decay", OLDER_RECIPES),
+        (lambda train: train.update(r_drop=5.0), "trained with r_drop 5.0", OLDER_RECIPES),
+        (lambda t: t.update(sample_by_epoch=False), "trained with sample_by_epoch False", OLDER_RECIPES),
+        (lambda train: train.update(guided_context="full"), "trained with guided_context 'full'", "b0c6ba6"),
     ],
 )
-def test_a_run_of_an_older_recipe_is_refused_naming_the_commit_that_trains_it(trained, tmp_path, edit, why):
+def test_a_run_of_an_older_recipe_is_refused_naming_the_commit_that_trains_it(
+    trained, tmp_path, edit, why, commit
+):
     """A run written before one of today's fields, or with a lever since removed, is not emulated;
     its languages still serve and export it."""
     _, run, _ = trained
@@ -161,7 +164,7 @@ def test_a_run_of_an_older_recipe_is_refused_naming_the_commit_that_trains_it(tr
     sections = json.loads((copy / "config.json").read_text())
     edit(sections["train"])
     (copy / "config.json").write_text(json.dumps(sections))
-    message = rf"is a run of an older recipe \({why}\); seq2seq at commit {OLDER_RECIPES} trains"
+    message = rf"is a run of an older recipe \({why}\); seq2seq at commit {commit} trains"
     with pytest.raises(Seq2SeqError, match=message):
         stored_train_config(copy)
     assert stored_languages(copy) == ("multi30k", "en", "fr")

@@ -81,8 +81,7 @@ def align(
         result = translate(model, tokenizer, texts, options)
         outputs, out_ids = result.best, result.tokens
     src_ids, cut = fit_sources(model, tokenizer.encode(texts))
-    causal = method.context == "causal"
-    maps = attention_of(model, tokenizer, texts, outputs, out_ids, options.batch_size, src_ids, causal)
+    maps = attention_of(model, tokenizer, texts, outputs, out_ids, options.batch_size, src_ids)
     found = {
         i: _one(method, rule, threshold, model, m, s, t, i + 1, c)
         for i, m, s, t, c in zip(todo, maps, src_ids, out_ids, cut, strict=True)
@@ -137,16 +136,15 @@ def head_scores(
     rule: str = "argmax",
     threshold: float = 0.5,
     options: DecodeOptions | None = None,
-    context: str = "causal",
 ) -> tuple[dict[tuple[int, int | None], AlignmentScore], list[Alignment]]:
     """{(layer, head, None for the mean of heads): AlignmentScore} of every layer and head's
-    attention (shifted or not, of the `context` pass) against `gold`, and the pairs' alignments."""
+    attention (shifted or not) against `gold`, and the pairs' alignments (their words)."""
     first = align(
         model,
         tokenizer,
         sources,
         targets,
-        Method("shift" if shifted else "attention", context=context),
+        Method("shift" if shifted else "attention"),
         rule,
         threshold,
         options,

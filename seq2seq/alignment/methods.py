@@ -8,10 +8,6 @@ which architecture they hold: the RNN's one alignment is its cross-attention's o
                  ("Shift-Att", Chen et al. 2020): row t + 1 for piece t
     gradxinput   gradient x input over the source embeddings (attribution.py)
     ig           integrated gradients, `steps` steps from the zero embedding
-
-The attention methods read the causal pass (`context` "causal", what translation runs) or a pass
-whose decoder reads the whole forced target ("full", Garg et al. 2019's full-context alignment:
-what a model trained with `--guided-context full` supervises).
 """
 
 from dataclasses import dataclass
@@ -24,7 +20,6 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.models.protocol import Seq2SeqModel
 
 METHODS = ("attention", "shift", "gradxinput", "ig")
-CONTEXTS = ("causal", "full")
 
 
 @dataclass(frozen=True)
@@ -33,17 +28,12 @@ class Method:
     layer: int | None = None  # 1-based; None: the last (attention, shift)
     head: int | None = None  # 1-based; None: the mean over heads (attention, shift)
     steps: int = 32  # integrated gradients' steps
-    context: str = "causal"  # what the decoder reads in the attention's pass (attention, shift)
 
     def __post_init__(self):
         if self.name not in METHODS:
             raise Seq2SeqError(f"--method must be one of {', '.join(METHODS)}, not {self.name!r}")
         if self.steps < 1:
             raise Seq2SeqError(f"--steps must be at least 1, not {self.steps}")
-        if self.context not in CONTEXTS:
-            raise Seq2SeqError(f"--context must be one of {', '.join(CONTEXTS)}, not {self.context!r}")
-        if self.context == "full" and not self.uses_attention:
-            raise Seq2SeqError(f"--context full reads attention: not with --method {self.name}")
 
     @property
     def uses_attention(self) -> bool:
@@ -55,7 +45,6 @@ class Method:
         if self.name == "gradxinput":
             return "gradient x input"
         where = maps.describe("cross", self.layer, self.head) if maps is not None else "cross-attention"
-        where += ", full target context" if self.context == "full" else ""
         return f"{where}, shifted by one" if self.name == "shift" else where
 
 

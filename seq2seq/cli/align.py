@@ -37,12 +37,6 @@ def align(
     method: str = typer.Option("attention", "--method", help=METHOD_HELP),
     layer: int | None = typer.Option(None, "--layer", min=1, help="Decoder layer, from 1 [default: last]."),
     head: int | None = typer.Option(None, "--head", min=1, help="Head, from 1 [default: their mean]."),
-    context: str = typer.Option(
-        "causal",
-        "--context",
-        help="What the decoder reads in the attention's pass: causal (each position its prefix, as in "
-        "translation) or full (the whole forced target: for a run trained with --guided-context full).",
-    ),
     steps: int = typer.Option(32, "--steps", min=1, max=1024, help="Integrated gradients' steps."),
     extract: str = typer.Option("argmax", "--extract", help=EXTRACT_HELP),
     threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="For --extract threshold."),
@@ -104,7 +98,7 @@ def align(
         raise typer.BadParameter(f"must be eflomal, not {baseline!r}", param_hint="--baseline")
     if baseline is not None and target is None:
         raise typer.BadParameter("needs --target: eflomal aligns given pairs", param_hint="--baseline")
-    chosen = Method(method, layer, head, steps, context)
+    chosen = Method(method, layer, head, steps)
     sources = read_lines(source)
     targets = read_lines(target) if target is not None else None
     if targets is not None and len(targets) != len(sources):
@@ -121,7 +115,7 @@ def align(
         if all_heads:
             shifted = chosen.name == "shift"
             table, found = head_scores(
-                model, tokenizer, sources, targets, gold_links, shifted, extract, threshold, options, context
+                model, tokenizer, sources, targets, gold_links, shifted, extract, threshold, options
             )
         else:
             found = align_pairs(model, tokenizer, sources, targets, chosen, extract, threshold, options)

@@ -165,11 +165,9 @@ def attention_of(
     targets: list[list[int]],
     batch_size: int = 64,
     src_ids: list[list[int]] | None = None,
-    causal: bool = True,
 ) -> list[AttentionMaps]:
     """The maps of given output ids (EOS excluded), e.g. the hypotheses a search chose; `src_ids`:
-    the sources as `source_ids` gives them, where the caller has them already; `causal=False`: of
-    a pass whose decoder reads the whole target (full-context alignment)."""
+    the sources as `source_ids` gives them, where the caller has them already."""
     targets = [t[: model.cfg.max_positions - 1] for t in targets]  # room for BOS
     if src_ids is None:
         src_ids, _ = source_ids(model, tokenizer, sources)
@@ -177,7 +175,7 @@ def attention_of(
     maps = []
     for start in range(0, len(sources), batch_size):
         chunk = slice(start, start + batch_size)
-        weights = _teacher_forced(model, src_ids[chunk], targets[chunk], causal)
+        weights = _teacher_forced(model, src_ids[chunk], targets[chunk])
         for source, translation, s, t, w in zip(
             sources[chunk], translations[chunk], src_ids[chunk], targets[chunk], weights, strict=True
         ):
@@ -207,13 +205,13 @@ def maps_of_translations(
 
 
 def _teacher_forced(
-    model: Seq2SeqModel, src_ids: list[list[int]], targets: list[list[int]], causal: bool = True
+    model: Seq2SeqModel, src_ids: list[list[int]], targets: list[list[int]]
 ) -> list[dict[str, Tensor]]:
     """One pass over a padded batch; each sentence's weights cut back to its own rows and columns."""
     device = next(model.parameters()).device
     src = pad(src_ids).to(device)
     tgt_in = pad([[BOS_ID, *t] for t in targets]).to(device)
-    weights = {kind: w.float().cpu() for kind, w in model.attention(src, tgt_in, causal).items()}
+    weights = {kind: w.float().cpu() for kind, w in model.attention(src, tgt_in).items()}
     out = []
     for i, (s, t) in enumerate(zip(src_ids, targets, strict=True)):
         size = {"source": len(s), "target": len(t) + 1, "target_inputs": len(t) + 1}

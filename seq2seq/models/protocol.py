@@ -79,17 +79,10 @@ class Seq2SeqModel(nn.Module, ABC):
 
     @abstractmethod
     def decode_states(
-        self,
-        tgt_in: Tensor,
-        memory: Tensor,
-        src_mask: Tensor,
-        record: AttentionRecord | None = None,
-        causal: bool = True,
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, record: AttentionRecord | None = None
     ) -> Tensor:
-        """Every target position at once: (B, T) shifted target -> (B, T, D) output states, what
-        `logits` takes. `causal=False` lets every position read the whole target (Garg et al.'s
-        full-context alignment pass); a decoder that can only read left to right gives the causal
-        pass either way."""
+        """Every target position at once (causally): (B, T) shifted target -> (B, T, D) output
+        states, what `logits` takes."""
 
     @abstractmethod
     def logits(self, out: Tensor) -> Tensor:
@@ -118,31 +111,21 @@ class Seq2SeqModel(nn.Module, ABC):
         return self.logits(out if keep is None else out[keep])  # (B, T, D) or (N, D) -> (..., V)
 
     def forward(
-        self,
-        src: Tensor,
-        tgt_in: Tensor,
-        keep: Tensor | None = None,
-        record: AttentionRecord | None = None,
-        full_record: AttentionRecord | None = None,
+        self, src: Tensor, tgt_in: Tensor, keep: Tensor | None = None, record: AttentionRecord | None = None
     ) -> Tensor:
         """Teacher forcing: (B, S) source and (B, T) shifted target -> (B, T, V) logits, or (N, V)
         for the `keep` positions alone: training keeps its real target tokens, so that the output
         projection, the step's largest matrix product, and the loss skip the padding. `record`
-        receives the decoder's weights, differentiable (guided alignment trains on them);
-        `full_record` those of a second, full-context pass over the same memory (its states unused)."""
+        receives the decoder's weights, differentiable (guided alignment trains on them)."""
         memory, src_mask = self.encode(src)
-        logits = self.decode_all(tgt_in, memory, src_mask, record, keep)
-        if full_record is not None:
-            self.decode_states(tgt_in, memory, src_mask, full_record, causal=False)
-        return logits
+        return self.decode_all(tgt_in, memory, src_mask, record, keep)
 
-    def attention(self, src: Tensor, tgt_in: Tensor, causal: bool = True) -> dict[str, Tensor]:
+    def attention(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
         """Teacher forcing that returns the weights by kind ("encoder", "decoder", "cross"; an
-        architecture has a subset), each (B, L, H, rows, cols); `causal=False`: the decoder reads
-        the whole target (`decode_states`)."""
+        architecture has a subset), each (B, L, H, rows, cols)."""
         record = AttentionRecord()
         memory, src_mask = self.encode(src, record)
-        self.decode_states(tgt_in, memory, src_mask, record, causal)
+        self.decode_all(tgt_in, memory, src_mask, record)
         return {kind: torch.stack(layers, dim=1) for kind, layers in vars(record).items() if layers}
 
     def set_dropout(self, p: float) -> None:

@@ -147,17 +147,11 @@ class RNN(Seq2SeqModel):
         return memory, src_mask
 
     def decode_states(
-        self,
-        tgt_in: Tensor,
-        memory: Tensor,
-        src_mask: Tensor,
-        record: AttentionRecord | None = None,
-        causal: bool = True,
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, record: AttentionRecord | None = None
     ) -> Tensor:
         """Every target position, one step after another (the recurrence is sequential), so that
         `decode_all` projects them all at once: (B, T) -> (B, T, D). The same step as decoding;
-        `record` receives the alignments alpha_tj as one layer of one head (B, 1, T, S). The
-        recurrence reads left to right, so `causal=False` gives the same pass."""
+        `record` receives the alignments alpha_tj as one layer of one head (B, 1, T, S)."""
         cache = self.start_cache(memory, src_mask, tgt_in.size(1))
         steps = AttentionRecord() if record is not None else None
         outs = [self._step(tgt_in[:, t], cache, steps) for t in range(tgt_in.size(1))]

@@ -260,23 +260,16 @@ class Transformer(Seq2SeqModel):
         return self.encoder_norm(x), src_mask
 
     def decode_states(
-        self,
-        tgt_in: Tensor,
-        memory: Tensor,
-        src_mask: Tensor,
-        record: AttentionRecord | None = None,
-        causal: bool = True,
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, record: AttentionRecord | None = None
     ) -> Tensor:
-        """Every target position at once, under a causal mask unless `causal` is False (then every
-        position reads the whole target, its padding masked): (B, T) -> (B, T, D), before the final
-        norm (`logits` applies it). A causal pass needs no padding mask: padding is at the end."""
+        """Every target position at once under a causal mask: (B, T) -> (B, T, D), before the
+        final norm (`logits` applies it)."""
         x = self.embed_tokens(tgt_in)
-        tgt_mask = None if causal else (tgt_in != PAD_ID)[:, None, None, :]  # (B, 1, 1, T)
         for layer in self.decoder:
             cross_kv = layer.cross_attn.project_kv(memory)
             x = layer(
                 x,
-                lambda h, a=layer.self_attn: (*a.project_qkv(h), tgt_mask, causal),
+                lambda h, a=layer.self_attn: (*a.project_qkv(h), None, True),
                 cross_kv,
                 src_mask,
                 record,

@@ -8,7 +8,6 @@ from seq2seq.fields import check_choices, option, ranged
 
 FREEZE = ("none", "encoder", "embeddings")  # what a fine-tuned run keeps as its start had it
 GUIDED_POSITIONS = ("output", "input")  # where guided alignment supervises a piece (guided.py)
-GUIDED_CONTEXTS = ("causal", "full")  # what the supervised pass's decoder reads (guided.py)
 DECAYS = ("rsqrt", "none")  # the lr between warmup and cooldown: falling as 1/sqrt(step), or held
 
 
@@ -110,13 +109,6 @@ class TrainConfig:
         "input and the head reads it; align with --method shift).",
         choices=GUIDED_POSITIONS,
     )
-    guided_context: str = option(
-        "causal",
-        "What the decoder reads in the pass --guided-alignment supervises: causal (the translation's "
-        "own pass, each position its prefix) or full (a second pass reading the whole target, Garg et "
-        "al.'s full-context alignment; align with --context full).",
-        choices=GUIDED_CONTEXTS,
-    )
     # fine-tuning (finetune.py): the start of a new run, recorded in its config.json
     init_from: str | None = option(
         None,
@@ -165,17 +157,19 @@ LIMITS = (
 # written before one of today's fields existed, and those that used a lever since removed
 # (docs/experiments.md). A removed field at the value listed trained as this version does.
 OLDER_RECIPES = "5e0c38e"
+# Levers removed after it, each with the last commit that trains it
+REMOVED_SINCE = {"guided_context": "b0c6ba6"}
 # Fields added since: a run written before one existed trained as this value does.
 ADDED = {
     "guided_alignment": None,
     "guided_weight": 0.05,
     "guided_layer": None,
     "guided_position": "output",
-    "guided_context": "causal",
     "init_from": None,
     "freeze": "none",
 }
 REMOVED = {
+    "guided_context": "causal",
     "target_subword_alpha": 0.0,
     "source_word_dropout": 0.0,
     "target_word_dropout": 0.0,

@@ -16,12 +16,6 @@ attention one step later, where the piece is the decoder's input, so the head al
 has read (the position `--method shift` reads: Shift-Att, Chen et al. 2020). The first position,
 whose input is BOS, is then the one not supervised.
 
-What the supervised pass reads (`context`): "causal" supervises the translation's own pass;
-"full" a second decoder pass over the same memory without the future mask (Garg et al.'s
-full-context alignment), so each position's query has read the whole target, the word it aligns
-included; the translation loss stays on the causal pass, and `align --context full` reads the
-head the same way.
-
 Shapes: B pairs, T target positions (pieces + EOS), S source positions (pieces + EOS), H heads.
 """
 
@@ -50,11 +44,9 @@ class Guide:
         layer: int | None,
         weight: float,
         position: str = "output",
-        context: str = "causal",
     ):
         self.links, self.starts, self.layer, self.weight = links, starts, layer, weight
         self.shift = int(position == "input")  # rows the targets move down
-        self.full = context == "full"  # supervise a second pass whose decoder reads the whole target
 
     def check(self, train_set: TokenizedPairs, path: Path) -> None:
         """One line of links per corpus pair, each within its pair's words (counted from the
@@ -117,13 +109,6 @@ def guide_of(config, train_set: TokenizedPairs, tokenizer) -> Guide | None:
         return None
     path = Path(config.guided_alignment)
     starts = word_starts(tokenizer.id_pieces(list(range(tokenizer.vocab_size))))
-    guide = Guide(
-        read_links(path),
-        starts,
-        config.guided_layer,
-        config.guided_weight,
-        config.guided_position,
-        config.guided_context,
-    )
+    guide = Guide(read_links(path), starts, config.guided_layer, config.guided_weight, config.guided_position)
     guide.check(train_set, path)
     return guide

@@ -11,7 +11,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import check, from_json
 from seq2seq.models.registry import ARCHITECTURE_OPTIONS, ARCHITECTURES, ModelConfig
 from seq2seq.training import checkpoint as ckpt
-from seq2seq.training.config import ADDED, LIMITS, OLDER_RECIPES, REMOVED, TrainConfig
+from seq2seq.training.config import ADDED, LIMITS, OLDER_RECIPES, REMOVED, REMOVED_SINCE, TrainConfig
 
 # `seq2seq train` options that describe the model: a resumed run keeps the one it has. The preset
 # comes last, so that a refusal names the shape option that differs rather than the preset under it.
@@ -66,16 +66,14 @@ def stored_train_config(run_dir: Path) -> TrainConfig:
         raise Seq2SeqError(
             f"{where}: the 'train' section has fields this version does not know: {_names(unknown)}"
         )
-    used = [
-        f"{name} {values[name]!r:.40}" for name in REMOVED if values.get(name, REMOVED[name]) != REMOVED[name]
-    ]
+    used = [name for name in REMOVED if values.get(name, REMOVED[name]) != REMOVED[name]]
     missing = sorted(names - set(values) - set(LIMITS))
     if used or missing:
-        why = (
-            f"trained with {', '.join(used)}" if used else f"its 'train' section has no {', '.join(missing)}"
-        )
+        said = ", ".join(f"{name} {values[name]!r:.40}" for name in used)
+        why = f"trained with {said}" if used else f"its 'train' section has no {', '.join(missing)}"
+        commit = next((REMOVED_SINCE[name] for name in used if name in REMOVED_SINCE), OLDER_RECIPES)
         raise Seq2SeqError(
-            f"{run_dir} is a run of an older recipe ({why}); seq2seq at commit {OLDER_RECIPES} "
+            f"{run_dir} is a run of an older recipe ({why}); seq2seq at commit {commit} "
             "trains and resumes it (docs/experiments.md)"
         )
     try:

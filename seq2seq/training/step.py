@@ -32,8 +32,7 @@ def guided_loss(model: nn.Module, batch: Batch, label_smoothing: float, guide: G
     alignment targets, the second adds the guided alignment term."""
     real = batch.tgt_out != PAD_ID  # (B, T)
     record = AttentionRecord() if guide is not None and batch.alignment is not None else None
-    full = record is not None and guide.full  # the guided weights come from a full-context pass
-    logits = model(batch.src, batch.tgt_in, real, *((None, record) if full else (record, None)))  # (N, V)
+    logits = model(batch.src, batch.tgt_in, real, record)  # (N, V)
     translation = smoothed_cross_entropy(logits, batch.tgt_out[real], label_smoothing)
     if record is None:
         return translation, translation
