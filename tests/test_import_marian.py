@@ -1,11 +1,9 @@
 """`seq2seq import`: tiny random Marian models built here (and their two SentencePiece models) are
 imported and compute what transformers' MarianMTModel computes, through the same tokenizer ids."""
 
-import io
 import json
 
 import pytest
-import sentencepiece as spm
 import torch
 
 from seq2seq.data.pair_tokenizer import PairTokenizer
@@ -13,97 +11,7 @@ from seq2seq.data.special import EOS_ID
 from seq2seq.decoding.search import DecodeOptions, search, translate
 from seq2seq.training.checkpoint import load_run
 from tests.conftest import EN, FR
-
-transformers = pytest.importorskip("transformers")
-
-ODD = ["Un élève à l'école, 1984.", "", "Ĉu ŝi 42 ☃ naĝas?", "a  dog", "naïve café 2 3 5 ≥ ★"]
-
-
-def _spm(texts: list[str], size: int) -> bytes:
-    model = io.BytesIO()
-    spm.SentencePieceTrainer.Train(
-        sentence_iterator=iter(texts), model_writer=model, vocab_size=size, model_type="unigram",
-        hard_vocab_limit=False, minloglevel=2, character_coverage=0.999,
-    )  # fmt: skip
-    return model.getvalue()
-
-
-def _table(*models: bytes) -> dict[str, int]:
-    """OPUS-MT's vocabulary of the models' pieces: EOS 0, UNK 1, the pieces, PAD last."""
-    pieces = []
-    for model in models:
-        processor = spm.SentencePieceProcessor(model_proto=model)
-        pieces += [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
-    rest = [p for p in dict.fromkeys(pieces) if p not in ("<unk>", "<s>", "</s>", "<pad>")]
-    vocab = {"</s>": 0, "<unk>": 1} | {p: i + 2 for i, p in enumerate(rest)}
-    return vocab | {"<pad>": len(vocab)}
-
-
-def marian_folder(
-    path, activation="swish", bias=False, tied=True, shared=True, seed=0, separate=False, scaled=True
-):
-    """A MarianMTModel with random weights saved as transformers saves one, with OPUS-MT's
-    tokenizer files: a vocabulary of both models' pieces, EOS 0, UNK 1 and PAD last; `separate`:
-    the source's (larger) and the target's apart, each its own embedding."""
-    torch.manual_seed(seed)
-    digits = [f"{i} {i + 1}" for i in range(0, 100, 2)]  # the synthetic corpus numbers its lines
-    source, target = _spm(EN * 3 + digits, 60), _spm(FR * 3 + digits, 40 if separate else 60)
-    vocab = _table(source) if separate else _table(source, target)
-    target_vocab = _table(target) if separate else vocab
-    config = transformers.MarianConfig(
-        vocab_size=len(vocab), decoder_vocab_size=len(target_vocab),
-        share_encoder_decoder_embeddings=not separate, d_model=16, encoder_layers=2, decoder_layers=2,
-        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=24, decoder_ffn_dim=24,
-        max_position_embeddings=64,
-        activation_function=activation, pad_token_id=target_vocab["<pad>"], eos_token_id=0,
-        decoder_start_token_id=target_vocab["<pad>"], forced_eos_token_id=0,
-        bad_words_ids=[[target_vocab["<pad>"]]], scale_embedding=scaled, tie_word_embeddings=tied,
-        dropout=0.1,
-    )  # fmt: skip
-    model = transformers.MarianMTModel(config).eval()
-    with torch.no_grad():
-        for p in model.parameters():  # larger than the init, so that every part shows in the logits
-            if p.requires_grad:  # not the position table, which Marian computes, never saves
-                p.normal_(0.0, 0.5)
-        if bias:
-            model.final_logits_bias.normal_(0.0, 1.0)
-        if not tied and shared and not separate:  # untied, transformers unties every embedding: one
-            # output apart (`shared=False`: the encoder's and decoder's differ over one vocabulary)
-            for stack in (model.model.encoder, model.model.decoder):
-                stack.embed_tokens.weight.copy_(model.model.shared.weight)
-    model.save_pretrained(path)
-    (path / "source.spm").write_bytes(source)
-    (path / "target.spm").write_bytes(target)
-    (path / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
-    if separate:
-        (path / "target_vocab.json").write_text(json.dumps(target_vocab, ensure_ascii=False))
-    languages = {"source_lang": "en", "target_lang": "fr", "separate_vocabs": separate}
-    (path / "tokenizer_config.json").write_text(json.dumps(languages))
-    return transformers.MarianMTModel.from_pretrained(path).eval()  # as a user of transformers has it
-
-
-def hf_tokenizer(folder):
-    separate = (folder / "target_vocab.json").is_file()
-    return transformers.MarianTokenizer(
-        str(folder / "source.spm"),
-        str(folder / "target.spm"),
-        str(folder / "vocab.json"),
-        str(folder / "target_vocab.json") if separate else None,
-        separate_vocabs=separate,
-    )
-
-
-def orders(tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
-    """The Marian id of each of our ids, on the target side and on the source side."""
-    return torch.from_numpy(tokenizer.marian_ids), torch.from_numpy(tokenizer.marian_source_ids)
-
-
-def imported(cli, tmp_path, **kwargs):
-    folder = tmp_path / "marian"
-    hf = marian_folder(folder, **kwargs)
-    result = cli("import", folder, tmp_path / "run")
-    assert result.code == 0, result.err
-    return hf, *load_run(tmp_path / "run"), folder
+from tests.marian_helpers import ODD, hf_tokenizer, imported, marian_folder, orders, transformers
 
 
 @pytest.mark.parametrize(
@@ -215,49 +123,6 @@ def _edit(folder, **values):
     (folder / "config.json").write_text(json.dumps(config | values))
 
 
-@pytest.mark.parametrize("separate", [False, True])
-def test_an_imported_run_is_fine_tuned_into_a_new_run_never_trained_over(cli, tmp_path, separate):
-    from tests.conftest import write_multi30k
-    from tests.helpers import TUNE, train_args
-
-    _, start, _, _ = imported(cli, tmp_path, separate=separate)
-    data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
-    over = cli(*train_args(data, tmp_path / "run", steps=2))
-    assert over.code == 2 and "holds an imported model; fine-tune it into a new run" in over.err, over.err
-    new = tmp_path / "tuned"
-    frozen = ["--freeze", "encoder"] if separate else []
-    start_from = ["--init-from", tmp_path / "run", "--data-dir", data, "--run", new, *frozen]
-    tuned = cli(*TUNE, "--max-steps", "2", *start_from)
-    assert tuned.code == 0, tuned.err
-    model, tokenizer = load_run(new)
-    assert isinstance(tokenizer, PairTokenizer) and model.cfg.ffn == "silu" and not model.cfg.norm_first
-    assert model.cfg == start.cfg
-    if separate:  # the encoder's own table is the encoder's: frozen with it
-        assert torch.equal(model.source_embed.weight, start.source_embed.weight)
-        assert not torch.equal(model.embed.weight, start.embed.weight)
-    tokenizers = [(run / "tokenizer.model").read_bytes() for run in (new, tmp_path / "run")]
-    assert tokenizers[0] == tokenizers[1]
-
-
-@pytest.mark.parametrize("separate", [False, True])
-def test_an_imported_run_exports_to_ctranslate2_and_shows_its_attention(cli, tmp_path, separate):
-    ctranslate2 = pytest.importorskip("ctranslate2")
-    from seq2seq.data.special import BOS_ID, PAD_ID
-    from seq2seq.export.ctranslate2 import export_ctranslate2
-
-    kwargs = dict(bias=True, tied=False, separate=separate, scaled=not separate)
-    _, model, tokenizer, _ = imported(cli, tmp_path, **kwargs)
-    ours = translate(model, tokenizer, EN[:4], DecodeOptions(beam=1, max_len=12)).tokens
-    engine = ctranslate2.Translator(str(export_ctranslate2(tmp_path / "run", tmp_path / "ct2")), device="cpu")
-    never = [tokenizer.id_pieces([i]) for i in (PAD_ID, BOS_ID)]
-    results = engine.translate_batch(
-        [tokenizer.pieces(s) for s in EN[:4]], beam_size=1, max_decoding_length=12, suppress_sequences=never
-    )
-    assert [[tokenizer.table[p] for p in r.hypotheses[0]] for r in results] == ours
-    shown = cli("translate", "--run", tmp_path / "run", "--show-attention", "--greedy", EN[0])
-    assert shown.code == 0 and len(shown.out.strip()) > 0, shown.err
-
-
 def test_a_hub_id_on_a_machine_without_the_hub_is_one_line(tmp_path, monkeypatch):
     from tests.cli_helpers import run_process
 
@@ -297,25 +162,3 @@ def test_an_imported_run_exports_to_hugging_face_and_imports_back_the_same(cli, 
     with torch.no_grad():
         torch.testing.assert_close(again(src, tgt_in), model(src, tgt_in), atol=1e-5, rtol=0)
     assert again_tokenizer.encode(FR[:3] + ODD, "target") == tokenizer.encode(FR[:3] + ODD, "target")
-
-
-def test_an_imported_run_is_served_and_drawn_as_the_library_does(cli, tmp_path):
-    pytest.importorskip("fastapi", reason='the server needs the extra: pip install -e ".[serve]"')
-    from fastapi.testclient import TestClient
-
-    from seq2seq.decoding.attention import attention
-    from seq2seq.views.explorer import maps_json
-    from tests.serve_helpers import make_app
-
-    _, model, tokenizer, _ = imported(cli, tmp_path, separate=True, scaled=False)
-    with TestClient(make_app(tmp_path / "run", beam=2)) as client:
-        served = client.post("/translate", json={"text": EN[:2]}).json()["translations"]
-        forced = client.post("/attention", json={"text": EN[0], "translation": FR[0]}).json()
-    assert served == translate(model, tokenizer, EN[:2], DecodeOptions(beam=2)).best
-    assert forced["source"] == [*tokenizer.pieces(EN[0]), "</s>"]
-    assert forced["target"] == [*tokenizer.pieces(FR[0], "target"), "</s>"]
-    library = maps_json(attention(model, tokenizer, EN[0], FR[0]))
-    assert forced["kinds"] == library["kinds"]
-    page = tmp_path / "explorer.html"
-    drawn = cli("translate", "--run", tmp_path / "run", "--greedy", "--attention-html", page, EN[0])
-    assert drawn.code == 0 and page.read_text(encoding="utf-8").startswith("<!"), drawn.err
