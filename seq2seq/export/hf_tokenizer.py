@@ -87,10 +87,7 @@ def save_marian_tokenizer(tokenizer, folder: Path, max_positions: int, src: str,
     our ids: the vocabulary maps each piece to our id, our BOS (the decoder's start) included."""
     _save_pieces(tokenizer, folder, tokenizer.files["source.spm"], tokenizer.files["target.spm"])
     if tokenizer.separate:  # vocab.json is the source's (every id), target_vocab.json the target's
-        target = tokenizer.id_pieces(range(tokenizer.target_vocab_size))
-        (Path(folder) / "target_vocab.json").write_text(
-            json.dumps({piece: i for i, piece in enumerate(target)}, ensure_ascii=False), encoding="utf-8"
-        )
+        _write_vocab(Path(folder) / "target_vocab.json", tokenizer, tokenizer.target_vocab_size)
     config = dict(
         tokenizer_class="MarianTokenizer", source_lang=src, target_lang=tgt, model_max_length=max_positions,
         separate_vocabs=tokenizer.separate, unk_token="<unk>", eos_token="</s>", pad_token="<pad>",
@@ -101,13 +98,18 @@ def save_marian_tokenizer(tokenizer, folder: Path, max_positions: int, src: str,
 def _save_pieces(tokenizer, folder: Path, source_spm: bytes, target_spm: bytes) -> None:
     """A Marian checkpoint's tokenizer files: source.spm, target.spm and vocab.json (each piece ->
     our id, the specials and our BOS, the decoder's start, included)."""
-    vocab = {piece: i for i, piece in enumerate(tokenizer.id_pieces(range(tokenizer.vocab_size)))}
-    if len(vocab) != tokenizer.vocab_size:
-        raise Seq2SeqError(f"{tokenizer.path}: two ids share a piece; a vocab.json cannot hold them")
     folder = Path(folder)
     (folder / "source.spm").write_bytes(source_spm)
     (folder / "target.spm").write_bytes(target_spm)
-    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    _write_vocab(folder / "vocab.json", tokenizer, tokenizer.vocab_size)
+
+
+def _write_vocab(path: Path, tokenizer, size: int) -> None:
+    """The tokenizer's first `size` ids as a Marian vocabulary file: each piece -> our id."""
+    vocab = {piece: i for i, piece in enumerate(tokenizer.id_pieces(range(size)))}
+    if len(vocab) != size:
+        raise Seq2SeqError(f"{tokenizer.path}: two ids share a piece; a {path.name} cannot hold them")
+    path.write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
 
 
 def _model_proto(path: Path):
