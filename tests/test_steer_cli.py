@@ -16,6 +16,13 @@ def nbest(out: str) -> list[tuple[int, str, float]]:
     return [(int(i), text, float(score)) for i, text, score in rows]
 
 
+def assert_same_samples(got: list[tuple[int, str, float]], want: list[tuple[int, str, float]]) -> None:
+    """The same draws; their scores equal up to the last printed digit, which a padded batch's
+    kernels may round the other way."""
+    assert [row[:2] for row in got] == [row[:2] for row in want]
+    assert [row[2] for row in got] == pytest.approx([row[2] for row in want], abs=2e-4)
+
+
 def test_every_translation_starts_with_the_prefix(cli, tiny_run):
     run, _ = tiny_run
     for search in (["--greedy"], ["--beam", "3"]):
@@ -45,10 +52,9 @@ def test_seeded_samples_repeat_batched_or_alone(cli, tiny_run):
     assert first.code == 0, first.err
     rows = nbest(first.out)
     assert [i for i, _, _ in rows] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
-    assert cli(*args, "--batch-size", "1", *LINES).out == first.out
-    assert cli(*args, LINES[1]).out.replace("0 |||", "1 |||") == "".join(
-        line + "\n" for line in first.out.splitlines()[3:6]
-    )
+    assert_same_samples(nbest(cli(*args, "--batch-size", "1", *LINES).out), rows)
+    alone = [(1, text, score) for _, text, score in nbest(cli(*args, LINES[1]).out)]
+    assert_same_samples(alone, rows[3:6])
     other = cli(*args[:-4], "--seed", "6", "--temperature", "1.3", *LINES)
     assert other.out != first.out
 
