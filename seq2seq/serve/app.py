@@ -15,7 +15,6 @@ in a request is ever a path: the run is the one loaded at start.
 """
 
 import asyncio
-import json
 from contextlib import asynccontextmanager
 from dataclasses import fields
 
@@ -30,6 +29,7 @@ from seq2seq.decoding.options import SAMPLING
 from seq2seq.decoding.prefix import prefix_ids
 from seq2seq.decoding.search import DecodeOptions, Translations, output_limit
 from seq2seq.errors import Seq2SeqError
+from seq2seq.serve import chunked_json
 from seq2seq.serve.admission import Busy, admit, answer, check_work, request_work
 from seq2seq.serve.batcher import Batcher, Job
 from seq2seq.serve.connections import IDLE_SECONDS, GuardedH11
@@ -231,7 +231,7 @@ def create_app(
         admit(batcher, job.weight, max_queue)
         check_work(request_work(model, tokenizer, lines, job.options, pieces), max_work)
         maps = (await answer(http, batcher, job, request_timeout))[0]
-        body = await asyncio.to_thread(lambda: json.dumps(maps_json(maps), ensure_ascii=False).encode())
+        body = await asyncio.to_thread(lambda: chunked_json.dumps(maps_json(maps, lists=False)))
         return Response(body, media_type="application/json")
 
     def request_prefixes(

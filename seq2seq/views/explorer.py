@@ -20,14 +20,16 @@ TITLE = "Attention explorer"
 PLACES = ("/*STYLE*/", "/*SCRIPT*/", "<!--DATA-->", "<!--TITLE-->")
 
 
-def maps_json(maps: AttentionMaps, line: int | None = None) -> dict:
+def maps_json(maps: AttentionMaps, line: int | None = None, lists: bool = True) -> dict:
     """The maps of one sentence as plain lists: per kind its weights (L, H, rows, cols), rounded,
-    and which pieces label its rows and columns."""
+    and which pieces label its rows and columns; with `lists` False the weights stay tensors of
+    those values (for a writer that turns them to text row by row)."""
     kinds = {}
     for kind, (title, rows, cols) in KINDS.items():
         if kind in maps.weights:
             weights = maps.weights[kind].double().round(decimals=DIGITS)
-            kinds[kind] = {"title": title, "rows": rows, "cols": cols, "weights": weights.tolist()}
+            weights = weights.tolist() if lists else weights
+            kinds[kind] = {"title": title, "rows": rows, "cols": cols, "weights": weights}
     out = {
         "line": line,
         "source_text": maps.source_text,
