@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,11 @@ from seq2seq.models.transformer import Transformer, TransformerConfig
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
 from tests.cli_helpers import run_cli, run_process
-from tests.helpers import TRAIN
+from tests.helpers import SENTENCES, TRAIN
+
+# a worker a core: one torch thread each, as the CLI's subprocesses have
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
 
 EN = ["a dog runs", "two men sit", "the cat sleeps", "a red car", "a girl plays", "the sun sets"]
 FR = [
@@ -47,7 +52,7 @@ def tiny_model(vocab_size: int = 40, seed: int = 0, **overrides) -> Transformer:
 def caption_tokenizer(path: Path, vocab_size: int = 120) -> Tokenizer:
     """A SentencePiece model of the test captions, both languages."""
     texts = [f"{e} {i}" for i, e in enumerate(EN * 20)] + [f"{f} {i}" for i, f in enumerate(FR * 20)]
-    return train_tokenizer(texts, path, vocab_size=vocab_size)
+    return train_tokenizer(texts, path, vocab_size, sentences=SENTENCES)
 
 
 def write_run(run: Path, make_model: Callable[[int], torch.nn.Module], tokenizer: Tokenizer | None = None):
