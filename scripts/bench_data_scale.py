@@ -1,16 +1,20 @@
-"""Start-up time and peak memory of `train` on a large synthetic corpus (default 2M pairs).
+"""Start-up time and peak memory of `train` on a large synthetic corpus (default 2M pairs), the
+tokenizer included, and what the tokenizer's sample size costs and gives.
 
-    python -m scripts.bench_data_scale --pairs 2000000 --work /tmp/scale
-    python -m scripts.bench_data_scale --pairs 2000000 --work /tmp/scale --before ../old-checkout
+    python -m scripts.bench_data_scale --pairs 2000000 --work /tmp/scale --samples 250000,500000,1000000
 
 It writes the corpus once under --work (`train.tsv`, `val.tsv`: made-up words with a word-by-word
-"translation", seeded; nothing is committed), trains one tokenizer on it (timed and measured
-too), and then starts training twice in the same fresh run directory holding that tokenizer, for
-this checkout and, with --before, for another one (e.g. a `git worktree` of an older commit), all
-in one run of this script. Each start is a child process stopped right after its first optimizer
-step; it reports the seconds from its launch (Python and torch imports included) to that step and
-its peak resident memory (ru_maxrss), and the largest of its own worker processes (the tokenizing
-`map` runs one per core). The second start is what a resumed or repeated run pays.
+"translation", seeded; nothing is committed). For each --samples size, `seq2seq tokenize
+--tokenizer-sentences N` trains a tokenizer in a child process (its seconds and peak resident
+memory), and the tokenizer is scored on the 2,000 held-out validation pairs: pieces a sentence
+(a vocabulary learnt from too small a sample splits words more), the unknown pieces' share, and
+the share of its vocabulary that the largest sample's tokenizer shares. Then `train` starts twice
+in a fresh run directory, as a user's first and second start: each a child process stopped right
+after its first optimizer step, reporting the seconds from its launch (imports included) to that
+step, its peak resident memory (ru_maxrss) and the largest of its own worker processes (the
+tokenizing `map` runs one per core). The first start trains the tokenizer (the default sample),
+tokenizes and draws the epoch; the second reads what the first stored. With --before, another
+checkout (a `git worktree` of an older commit) starts the same way in the same run of the script.
 """
 
 import argparse
@@ -25,9 +29,13 @@ from pathlib import Path
 import numpy as np
 
 from scripts.common import REPO, cpu
+from seq2seq.data.special import UNK_ID
+from seq2seq.data.tokenizer import Tokenizer
 
 CHILD = """
 import json, os, resource, sys, time
+# the checkout on PYTHONPATH, not the one an editable install's import hook names
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
 launched = float(sys.argv[1])
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.train import train
@@ -55,7 +63,7 @@ def make_corpus(folder: Path, pairs: int, seed: int = 0) -> str:
     syllables = np.array(["ka", "lo", "mi", "ne", "tu", "ra", "si", "po", "de", "ve", "an", "or", "el", "ix"])
     words = np.array(["".join(rng.choice(syllables, rng.integers(1, 5))) for _ in range(30_000)])
     targets = np.array([w[::-1] + "e" for w in words])
-    for split, n in (("train", pairs), ("val", 200)):
+    for split, n in (("train", pairs), ("val", 2000)):
         path = folder / f"{split}.tsv"
         if path.is_file() and path.read_bytes().count(b"\n") == n:
             continue  # made by an earlier run (the same seed gives the same corpus)
@@ -69,19 +77,59 @@ def make_corpus(folder: Path, pairs: int, seed: int = 0) -> str:
     return str(folder / "{split}.tsv")
 
 
-def train_tokenizer(corpus: str, out: Path) -> dict:
-    """The tokenizer all starts share, trained the way `seq2seq tokenize` does (its cost is the
-    same before and after: SentencePiece samples 2M sentences)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
+def train_tokenizer(corpus: str, run: Path, sentences: int) -> dict:
+    """`seq2seq tokenize` with a sample of `sentences`, in a child process: seconds and peak."""
+    shutil.rmtree(run, ignore_errors=True)
     start = time.time()
+    args = ["tokenize", "--corpus", corpus, "--src", "src", "--tgt", "tgt", "--run", str(run)]
     code = (
-        "import resource, sys; from seq2seq.cli.app import main; sys.argv = ['seq2seq', 'tokenize', "
-        f"'--corpus', {corpus!r}, '--src', 'src', '--tgt', 'tgt', '--run', {str(out.parent)!r}]\n"
+        "import resource, sys; from seq2seq.cli.app import main\n"
+        f"sys.argv = ['seq2seq', *{args!r}, '--tokenizer-sentences', '{sentences}']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    if not (run / "tokenizer.model").is_file():
+        raise SystemExit(f"tokenize failed:\n{done.stderr[-2000:]}")
     return {"seconds": time.time() - start, "peak_gib": float(done.stdout.split()[-1])}
+
+
+def scores(model: Path, held_out: list[str], reference: set[str]) -> dict:
+    """Pieces a held-out sentence, the unknown pieces' share, the vocabulary shared with `reference`."""
+    tokenizer = Tokenizer(model)
+    ids = tokenizer.encode(held_out)
+    pieces = sum(map(len, ids))
+    vocabulary = vocab(model)
+    return {
+        "pieces": pieces / len(held_out),
+        "unknown": sum(row.count(UNK_ID) for row in ids) / pieces,
+        "shared": len(vocabulary & reference) / len(vocabulary),
+    }
+
+
+def vocab(model: Path) -> set[str]:
+    tokenizer = Tokenizer(model)
+    return {tokenizer.sp.IdToPiece(i) for i in range(tokenizer.vocab_size)}
+
+
+def sample_table(corpus: str, work: Path, sizes: list[int]) -> None:
+    held_out = [
+        text
+        for line in Path(corpus.format(split="val")).read_text().splitlines()
+        for text in line.split("\t")
+    ]
+    costs = {n: train_tokenizer(corpus, work / f"tok-{n}", n) for n in sizes}
+    reference = vocab(work / f"tok-{max(sizes)}" / "tokenizer.model")
+    header = "sample (sentences) | seconds | peak RSS GiB | pieces a held-out sentence | unknown"
+    print(f"\n| {header} | vocabulary shared with the largest |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n, cost in costs.items():
+        s = scores(work / f"tok-{n}" / "tokenizer.model", held_out, reference)
+        print(
+            f"| {n:,} | {cost['seconds']:.0f} | {cost['peak_gib']:.2f} | {s['pieces']:.2f} | "
+            f"{100 * s['unknown']:.2f}% | {100 * s['shared']:.1f}% |",
+            flush=True,
+        )
 
 
 def start(checkout: Path, corpus: str, run: Path) -> dict:
@@ -97,6 +145,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--pairs", type=int, default=2_000_000)
     p.add_argument("--work", type=Path, default=Path("/tmp/seq2seq-scale"))
+    p.add_argument("--samples", default="", help="tokenizer sample sizes to table, comma-separated")
+    p.add_argument("--no-starts", action="store_true", help="only the sample table")
     p.add_argument("--before", type=Path, help="another checkout to measure side by side")
     args = p.parse_args()
     print(f"CPU: {cpu()}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
@@ -104,11 +154,10 @@ def main() -> None:
     corpus = make_corpus(args.work / "corpus", args.pairs)
     size = Path(corpus.format(split="train")).stat().st_size / 2**20
     print(f"corpus: {args.pairs:,} pairs, {size:.0f} MiB ({time.time() - tick:.0f} s to make)")
-    tokenizer = args.work / "tokenizer" / "tokenizer.model"
-    if not tokenizer.is_file():
-        cost = train_tokenizer(corpus, tokenizer)
-        seconds, peak = cost["seconds"], cost["peak_gib"]
-        print(f"tokenizer: {seconds:.0f} s, peak RSS {peak:.2f} GiB (shared by all starts)")
+    if args.samples:
+        sample_table(corpus, args.work, [int(n) for n in args.samples.split(",")])
+    if args.no_starts:
+        return
     print("\n| code | start | seconds to the first step | peak RSS GiB | largest worker GiB |")
     print("|---|---|---|---|---|")
     for name, checkout in (("before", args.before), ("this checkout", REPO)):
@@ -117,7 +166,6 @@ def main() -> None:
         run = args.work / f"run-{name.replace(' ', '-')}"
         shutil.rmtree(run, ignore_errors=True)
         run.mkdir(parents=True)
-        shutil.copy(tokenizer, run / "tokenizer.model")
         for which in ("first", "second"):
             r = start(checkout.resolve(), corpus, run)
             print(

@@ -21,9 +21,11 @@ from seq2seq.models.registry import ARCHITECTURES, build_model, preset_config
 from seq2seq.models.rnn import RNN, RNNConfig
 from seq2seq.models.transformer import TransformerConfig
 from seq2seq.training.checkpoint import LAST, load_run
+from seq2seq.training.config import TrainConfig
 
 # --- the CLI's commands: a few steps of `train` (tiny preset, CPU), `evaluate` on two lines -------
 
+SENTENCES = TrainConfig.tokenizer_sentences  # the tokenizer's sample, as `train` draws it
 TRAIN = [
     "train",
     "--preset",

@@ -12,6 +12,7 @@ from seq2seq.data.tokenizer import train_tokenizer
 from seq2seq.errors import Seq2SeqError
 from seq2seq.training import checkpoint as ckpt
 from tests.conftest import EN, FR, tiny_model
+from tests.helpers import SENTENCES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,9 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_dir(tmp_path):
     """A complete run directory holding a tiny random model."""
     run = tmp_path / "run"
-    tokenizer = train_tokenizer(
-        [f"{t} {i}" for i in range(30) for t in EN + FR], run / ckpt.TOKENIZER, vocab_size=60
-    )
+    texts = [f"{t} {i}" for i in range(30) for t in EN + FR]
+    tokenizer = train_tokenizer(texts, run / ckpt.TOKENIZER, 60, sentences=SENTENCES)
     model = tiny_model(vocab_size=tokenizer.vocab_size)
     ckpt.save_config(run, {"model": asdict(model.cfg), "train": {}})
     ckpt.save_weights(model, run / ckpt.BEST)

@@ -6,6 +6,7 @@ from seq2seq.data.corpus import corpus_name, filter_pairs, load_pairs
 from seq2seq.data.tokenizer import train_tokenizer
 from seq2seq.errors import Seq2SeqError
 from tests.conftest import write_multi30k
+from tests.helpers import SENTENCES
 
 
 @pytest.mark.parametrize("gz", [True, False])
@@ -145,7 +146,7 @@ def test_length_filters_count_pieces_so_a_script_without_spaces_is_kept(tmp_path
         "two men sit on a bench reading newspapers",
         "a girl in red plays in a park",
     ]
-    tokenizer = train_tokenizer(zh * 10 + en * 10, tmp_path / "zh-en.model", vocab_size=80)
+    tokenizer = train_tokenizer(zh * 10 + en * 10, tmp_path / "zh-en.model", 80, sentences=SENTENCES)
     kept, report = filter_pairs(list(zip(en, zh, strict=True)), tokenizer.count_pieces)
     assert len(kept) == 3 and report.dropped == 0  # one "word" against up to 8: not a bad ratio
 

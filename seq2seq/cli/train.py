@@ -21,7 +21,7 @@ def tokenize(
     from seq2seq.data.tokenizer import open_tokenizer
     from seq2seq.training.checkpoint import BEST, LAST, TOKENIZER
 
-    corpus, src, tgt, vocab_size = (recipe[name] for name in TOKENIZE)
+    corpus, src, tgt, vocab_size = (recipe[name] for name in TOKENIZE[:4])
     run = run_dir(run, corpus, src, tgt)
     if text is not None:
         tokenizer = open_tokenizer(run / TOKENIZER)
@@ -29,20 +29,36 @@ def tokenize(
         return
     if (run / BEST).exists() or (run / LAST).exists():
         raise Seq2SeqError(f"{run} already has trained weights; a new tokenizer needs a new --run")
-    from seq2seq.data.corpus import load_pairs
+    from seq2seq.data.corpus import stream_pairs
     from seq2seq.data.tokenizer import train_tokenizer
     from seq2seq.training.lock import run_lock
 
+    counted = Counted(stream_pairs(corpus, "train", src, tgt, data_dir))  # as `train` reads them
     with run_lock(run):
-        pairs = load_pairs(corpus, "train", src, tgt, data_dir)  # all of them, as `train` does
-        tokenizer = train_tokenizer((t for pair in pairs for t in pair), run / TOKENIZER, vocab_size)
-    sample = pairs[0][0]
-    display.tokenizer_trained(
-        run / TOKENIZER, tokenizer.vocab_size, len(pairs), sample, tokenizer.pieces(sample)
-    )
+        texts = (t for pair in counted for t in pair)
+        tokenizer = train_tokenizer(
+            texts, run / TOKENIZER, vocab_size, sentences=recipe["tokenizer_sentences"], seed=recipe["seed"]
+        )
+    sample = counted.first[0]
+    pieces = tokenizer.pieces(sample)
+    display.tokenizer_trained(run / TOKENIZER, tokenizer.vocab_size, counted.count, sample, pieces)
 
 
-TOKENIZE = ("corpus", "src", "tgt", "vocab_size")  # the recipe's fields that `tokenize` takes too
+class Counted:
+    """A stream of pairs that counts them and keeps the first as it passes."""
+
+    def __init__(self, pairs):
+        self.pairs, self.count, self.first = pairs, 0, None
+
+    def __iter__(self):
+        for pair in self.pairs:
+            self.count += 1
+            self.first = self.first or pair
+            yield pair
+
+
+# the recipe's fields that `tokenize` takes too
+TOKENIZE = ("corpus", "src", "tgt", "vocab_size", "tokenizer_sentences", "seed")
 with_parameters(tokenize, field_parameters(TrainConfig, TOKENIZE))
 
 

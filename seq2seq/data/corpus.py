@@ -39,12 +39,22 @@ MAX_RATIO = 3.0  # a training pair whose longer side has more pieces than this t
 
 def load_pairs(corpus: str, split: str, src: str, tgt: str, data_dir: str | Path | None = None) -> list[Pair]:
     """All (src, tgt) pairs of one split, in corpus order, nothing filtered."""
+    pairs = stream_pairs(corpus, split, src, tgt, data_dir)
+    return pairs if isinstance(pairs, list) else list(pairs)
+
+
+def stream_pairs(
+    corpus: str, split: str, src: str, tgt: str, data_dir: str | Path | None = None
+) -> Iterable[Pair]:
+    """The pairs of `load_pairs`, read one line at a time from a TSV or Multi30k file, so a corpus
+    of any size passes through without being held (a bad line is an error when the stream reaches
+    it; an empty or uneven corpus at its end); a list where `datasets` reads the corpus whole."""
     files = _corpus_files(corpus, split, src, tgt, data_dir)
     if files is None:
         return load_hub(corpus, split, src, tgt)
     if corpus == "multi30k":
-        return _load_multi30k(files)
-    return _load_file(files[0], src, tgt)
+        return _stream_multi30k(files)
+    return _stream_file(files[0], src, tgt)
 
 
 def _corpus_files(corpus: str, split: str, src: str, tgt: str, data_dir) -> list[Path] | None:
@@ -151,9 +161,12 @@ def corpus_identity(
 # --- Multi30k ---------------------------------------------------------------------------------
 
 
-def _load_multi30k(files: list[Path]) -> list[Pair]:
-    pairs = list(zip_longest(*(_lines(f) for f in files)))
-    counts = [sum(text is not None for text in side) for side in zip(*pairs, strict=True)] or [0, 0]
+def _stream_multi30k(files: list[Path]) -> Iterator[Pair]:
+    counts = [0, 0]
+    for pair in zip_longest(*(_lines(f) for f in files)):
+        counts[0], counts[1] = counts[0] + (pair[0] is not None), counts[1] + (pair[1] is not None)
+        if None not in pair:
+            yield pair
     for path, count in zip(files, counts, strict=True):
         if count == 0:
             raise Seq2SeqError(f"{path} is empty")
@@ -162,7 +175,6 @@ def _load_multi30k(files: list[Path]) -> list[Pair]:
             f"{files[0]} has {counts[0]} lines but {files[1]} has {counts[1]}; "
             "the two sides must be line-aligned"
         )
-    return pairs
 
 
 def _multi30k_files(split: str, src: str, tgt: str, data_dir: str | Path | None) -> list[Path]:
@@ -233,7 +245,7 @@ def _lines(path: Path) -> Iterator[str]:
 # --- local files and the hub ------------------------------------------------------------------
 
 
-def _load_file(path: Path, src: str, tgt: str) -> list[Pair]:
+def _stream_file(path: Path, src: str, tgt: str) -> Iterable[Pair]:
     if path.suffix == ".tsv":
         return _split_tsv(path, _lines(path))
     if path.suffix not in TRANSLATION_FILE_FORMATS:
@@ -241,15 +253,14 @@ def _load_file(path: Path, src: str, tgt: str) -> list[Pair]:
     return load_translation_file(path, TRANSLATION_FILE_FORMATS[path.suffix], src, tgt)
 
 
-def _split_tsv(path: Path, lines: Iterable[str]) -> list[Pair]:
-    pairs = []
+def _split_tsv(path: Path, lines: Iterable[str]) -> Iterator[Pair]:
+    number = 0
     for number, line in enumerate(lines, start=1):
         tabs = line.count("\t")
         if tabs != 1:
             what = "no tab" if tabs == 0 else f"{tabs} tabs"
             raise Seq2SeqError(f"{path}: line {number} has {what}; a line is source<TAB>target")
         src_text, tgt_text = line.split("\t")
-        pairs.append((src_text, tgt_text))
-    if not pairs:
+        yield src_text, tgt_text
+    if not number:
         raise Seq2SeqError(f"{path} is empty")
-    return pairs

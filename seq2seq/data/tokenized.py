@@ -17,8 +17,9 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -86,7 +87,7 @@ def content_identity(pairs: list[Pair]) -> str:
 def build_if_missing(
     run_dir: Path,
     key: str,
-    pairs: Callable[[], list[Pair]],
+    pairs: Callable[[], Iterable[Pair]],
     tokenizer_path: Path,
     max_len: int,
     max_ratio: float = MAX_RATIO,
@@ -117,14 +118,15 @@ def load(folder: str | Path) -> TokenizedPairs:
     return TokenizedPairs(dataset, report, folder)
 
 
-def _build(pairs: list[Pair], tokenizer_path: Path, max_len: int, max_ratio: float, target: Path) -> None:
+def _build(pairs: Iterable[Pair], tokenizer_path: Path, max_len: int, max_ratio: float, target: Path) -> None:
     """Tokenize with a batched `map` (a worker per core on a large corpus), keep what the filter
     keeps, and write it beside `target` before one rename, so a killed build leaves no half set.
-    Consumes `pairs` (the list is emptied)."""
-    datasets, n_pairs = import_datasets(), len(pairs)
+    Consumes `pairs` (a list is emptied)."""
+    datasets = import_datasets()
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
-        table = datasets.Dataset.from_file(_text_file(pairs, Path(tmp) / "text.arrow"))
+        text, n_pairs = _text_file(pairs, Path(tmp) / "text.arrow")
+        table = datasets.Dataset.from_file(text)
         encoded = table.map(
             Encoder(str(tokenizer_path), max_len, max_ratio),
             batched=True,
@@ -157,19 +159,32 @@ def _build(pairs: list[Pair], tokenizer_path: Path, max_len: int, max_ratio: flo
         os.replace(staged, target)
 
 
-def _text_file(pairs: list[Pair], path: Path, chunk: int = 100_000) -> str:
-    """Move the pairs into an Arrow file, a chunk at a time, emptying `pairs` as it goes: the
-    text is never held twice (a Python list and an Arrow copy of it), and the tokenizing workers
-    read it memory-mapped instead of each inheriting it."""
+def _text_file(pairs: Iterable[Pair], path: Path, chunk: int = 100_000) -> tuple[str, int]:
+    """Move the pairs into an Arrow file a chunk at a time (a list is emptied as it goes), so the
+    text is never held twice (as Python strings and as an Arrow copy) and a streamed corpus is
+    never held at all; the tokenizing workers read it memory-mapped instead of each inheriting
+    it. Returns the file and the number of pairs."""
     import pyarrow as pa
 
     schema = pa.schema([("src", pa.string()), ("tgt", pa.string())])
+    if isinstance(pairs, list):
+        chunks = _emptied(pairs, chunk)
+    else:
+        stream = iter(pairs)
+        chunks = iter(lambda: list(islice(stream, chunk)), [])
+    count = 0
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
-        while pairs:
-            part = pairs[:chunk]
-            del pairs[:chunk]
+        for part in chunks:
             writer.write_batch(pa.record_batch([[s for s, _ in part], [t for _, t in part]], schema=schema))
-    return str(path)
+            count += len(part)
+    return str(path), count
+
+
+def _emptied(pairs: list[Pair], chunk: int) -> Iterator[list[Pair]]:
+    while pairs:
+        part = pairs[:chunk]
+        del pairs[:chunk]
+        yield part
 
 
 class Encoder:

@@ -7,6 +7,7 @@ both alike, an imported Marian model's tokenizer (`pair_tokenizer.py`) has one m
 
 import io
 import os
+import random
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
@@ -94,33 +95,39 @@ def is_blank(text: str) -> bool:
     return all(c.isspace() or unicodedata.category(c) in ("Cf", "Cc") for c in text)
 
 
+RECORDED_SAMPLE = 2_000_000  # SentencePiece's own sample size, written into every model file
+
+
 def train_tokenizer(
     texts: Iterable[str],
     path: str | Path,
     vocab_size: int = 8000,
     model_type: str = "unigram",
-    seed_sentences: int = 2_000_000,
+    *,
+    sentences: int,
     seed: int = 1,
 ) -> Tokenizer:
     """Train on `texts` (both languages) and write the model atomically to `path`.
 
     The vocabulary size is a ceiling: on a corpus too small for it SentencePiece stops earlier
-    instead of failing, and `vocab_size` of the result says what was reached. Above
-    `seed_sentences` SentencePiece trains on a random sample, drawn from `seed`, so the same seed
-    gives the same tokenizer.
+    instead of failing, and `vocab_size` of the result says what was reached. Above `sentences`
+    (blank ones not counted) it trains on a uniform sample of that many, drawn from `seed`, so the
+    same seed gives the same tokenizer.
     """
     path = Path(path)
+    sample, seen = sample_sentences((t for t in texts if t.strip()), sentences, seed)
     model = io.BytesIO()
     spm.set_random_generator_seed(seed)
     try:
         spm.SentencePieceTrainer.Train(
-            sentence_iterator=(t for t in texts if t.strip()),
+            sentence_iterator=iter(sample),
             model_writer=model,
             vocab_size=vocab_size,
             model_type=model_type,
             character_coverage=1.0,
             hard_vocab_limit=False,
-            input_sentence_size=seed_sentences,
+            # never reached (the sample is drawn above), so SentencePiece keeps every sentence in order
+            input_sentence_size=max(sentences, RECORDED_SAMPLE),
             shuffle_input_sentence=True,
             pad_id=PAD_ID,
             unk_id=UNK_ID,
@@ -131,5 +138,30 @@ def train_tokenizer(
         )
     except RuntimeError as e:
         raise Seq2SeqError(f"SentencePiece could not train: {first_line(e)}") from None
+    reached = spm.SentencePieceProcessor(model_proto=model.getvalue()).GetPieceSize()
+    if seen > sentences and reached < vocab_size:  # the corpus had more to give than the sample
+        raise Seq2SeqError(
+            f"a sample of {sentences:,} of the corpus's {seen:,} sentences gives only {reached:,} of the "
+            f"{vocab_size:,} pieces asked for; raise --tokenizer-sentences or lower --vocab-size"
+        )
     write_atomic(path, model.getvalue())
     return Tokenizer(path)
+
+
+def sample_sentences(texts: Iterable[str], size: int, seed: int) -> tuple[list[str], int]:
+    """`size` of `texts` drawn uniformly in one pass, holding only the sample (reservoir sampling,
+    Vitter's algorithm R), and how many there were; all of them, in order, when there are no more
+    than `size`.
+
+    SentencePiece samples too, but only after it has read every sentence into memory, and its
+    unigram trainer's suffix array over the sample's characters takes several times their size:
+    4M sentences of a 2M-pair corpus cost 5 GB. The sample bounds both."""
+    rng = random.Random(seed)
+    sample: list[str] = []
+    seen = 0
+    for seen, text in enumerate(texts, start=1):
+        if seen <= size:
+            sample.append(text)
+        elif (slot := rng.randrange(seen)) < size:
+            sample[slot] = text
+    return sample, seen

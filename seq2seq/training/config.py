@@ -17,6 +17,13 @@ class TrainConfig:
     src: str = option("en", "Source language.")
     tgt: str = option("fr", "Target language.")
     vocab_size: int = option(8000, "Vocabulary size, if the run has no tokenizer.", 8, 1 << 20)
+    tokenizer_sentences: int = option(
+        1_000_000,
+        "Sentences (both languages) the tokenizer trains on, if the run has none: a larger corpus is "
+        "sampled, a smaller one read whole.",
+        1000,
+        None,
+    )
     # sentences x longest side, in pieces
     max_tokens: int = option(3072, "Batch size in pieces.", 16, 1 << 24)
     lr: float = option(2.5e-3, "Peak learning rate, reached at the end of warmup.", 0.0, 10.0)

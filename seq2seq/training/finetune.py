@@ -10,6 +10,9 @@ embeddings freezes the output layer too: they are one matrix.
 """
 
 import shutil
+from collections import deque
+from collections.abc import Iterable
+from itertools import islice
 from pathlib import Path
 
 from seq2seq.atomic import write_with
@@ -45,11 +48,13 @@ def refuse_imported(run_dir: Path) -> None:
         )
 
 
-def copy_tokenizer(path: Path, init_from: str, pairs: list[tuple[str, str]]) -> None:
+def copy_tokenizer(path: Path, init_from: str, pairs: Iterable[tuple[str, str]]) -> None:
     """RUN's tokenizer as the new run's, at `path`, once it is seen to cover the training pairs
-    (the first SAMPLE of them): nothing is written before a refusal."""
-    source = Path(init_from) / ckpt.TOKENIZER
-    check_coverage(open_tokenizer(source), pairs[:SAMPLE], Path(init_from))
+    (the first SAMPLE of them): nothing is written before a refusal, the corpus's own (a bad line)
+    among them, so the rest is read through too."""
+    source, pairs = Path(init_from) / ckpt.TOKENIZER, iter(pairs)
+    check_coverage(open_tokenizer(source), list(islice(pairs, SAMPLE)), Path(init_from))
+    deque(pairs, maxlen=0)
     write_with(path, lambda temporary: shutil.copyfile(source, temporary))
 
 

@@ -4,7 +4,7 @@ batches, validation (loss and greedy BLEU) after every epoch and at the stop, be
 early stopping, and exact resume from the run directory."""
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from seq2seq.data import tokenized
-from seq2seq.data.corpus import MAX_RATIO, FilterReport, corpus_identity, load_pairs
+from seq2seq.data.corpus import MAX_RATIO, FilterReport, Pair, corpus_identity, load_pairs, stream_pairs
 from seq2seq.data.tokenizer import open_tokenizer, train_tokenizer
 from seq2seq.device import agree_on_bf16, bf16_speedup, precision_note, use_bf16
 from seq2seq.models.registry import ModelConfig, build_model
@@ -95,36 +95,38 @@ def adamw(
 
 
 def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data_dir):
-    """Rank 0's part of the start: the validation pairs, the tokenizer (trained on every training
-    pair, as `seq2seq tokenize` does, if the run has none), the tokenized training set (built only
-    when the corpus, the tokenizer or the filter changed) and config.json. Returns the set's folder."""
+    """Rank 0's part of the start: the validation pairs, the tokenizer (trained on a sample of the
+    training pairs, as `seq2seq tokenize` does, if the run has none), the tokenized training set
+    (built only when the corpus, the tokenizer or the filter changed) and config.json. Returns the
+    set's folder. Corpus files are streamed, once for each of the two that needs them; a hub
+    dataset is read once (its content is its identity) and handed to both."""
     ckpt.remove_stale_temporaries(run_dir)
     val_pairs = load_pairs(config.corpus, "val", config.src, config.tgt, data_dir)
-    loaded = []  # the training text, read at most once, and only when something needs it
+    identity = corpus_identity(config.corpus, "train", config.src, config.tgt, data_dir)
+    if identity is None:  # a hub dataset: known by its content
+        loaded = load_pairs(config.corpus, "train", config.src, config.tgt, data_dir)
+        identity = tokenized.content_identity(loaded)
 
-    def train_pairs() -> list:
-        return (
-            loaded.pop() if loaded else load_pairs(config.corpus, "train", config.src, config.tgt, data_dir)
-        )
+        def train_pairs() -> Iterable[Pair]:
+            return loaded
+    else:
+
+        def train_pairs() -> Iterable[Pair]:
+            return stream_pairs(config.corpus, "train", config.src, config.tgt, data_dir)
 
     path = run_dir / ckpt.TOKENIZER
     if not path.is_file():
-        loaded.append(train_pairs())
         if config.init_from is not None:  # a fine-tuned run's first start: the start's tokenizer
-            finetune.copy_tokenizer(path, config.init_from, loaded[0])
+            finetune.copy_tokenizer(path, config.init_from, train_pairs())
         else:
+            texts = (text for pair in train_pairs() for text in pair)
             train_tokenizer(
-                (text for pair in loaded[0] for text in pair), path, config.vocab_size, seed=config.seed
+                texts, path, config.vocab_size, sentences=config.tokenizer_sentences, seed=config.seed
             )
     tokenizer = open_tokenizer(path)  # checks it (special ids) before it tokenizes anything
-    identity = corpus_identity(config.corpus, "train", config.src, config.tgt, data_dir)
-    if identity is None:  # a hub dataset: known by its content
-        loaded[:] = [train_pairs()]
-        identity = tokenized.content_identity(loaded[0])
     max_len = model_config.max_positions - 1
     key = tokenized.cache_key(identity, path, max_len, MAX_RATIO)
     folder = tokenized.build_if_missing(run_dir, key, train_pairs, path, max_len)
-    del loaded[:]
     model_config = replace(model_config, vocab_size=tokenizer.target_vocab_size)  # the source's: as started
     ckpt.save_config(run_dir, ckpt.config_sections(model_config, config, tokenizer))
     return str(folder), model_config, val_pairs
