@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from scripts.common import REPO, cpu
+from scripts.tree_memory import TreeMemory
 from seq2seq.data.special import UNK_ID
 from seq2seq.data.tokenizer import Tokenizer
 
@@ -50,7 +51,8 @@ class FirstStep(Reporter):
         sys.stdout.flush()
         os._exit(0)
 
-config = TrainConfig(corpus=sys.argv[2], src="src", tgt="tgt", device="cpu", bf16=False)
+sample = {"tokenizer_sentences": int(sys.argv[4])} if len(sys.argv) > 4 else {}
+config = TrainConfig(corpus=sys.argv[2], src="src", tgt="tgt", device="cpu", bf16=False, **sample)
 train(sys.argv[3], config, preset_config("transformer", "tiny"), reporter=FirstStep())
 """
 
@@ -78,20 +80,20 @@ def make_corpus(folder: Path, pairs: int, seed: int = 0) -> str:
 
 
 def train_tokenizer(corpus: str, run: Path, sentences: int) -> dict:
-    """`seq2seq tokenize` with a sample of `sentences`, in a child process: seconds and peak."""
+    """`seq2seq tokenize` with a sample of `sentences`, in a child process: seconds and peaks."""
     shutil.rmtree(run, ignore_errors=True)
     start = time.time()
     args = ["tokenize", "--corpus", corpus, "--src", "src", "--tgt", "tgt", "--run", str(run)]
     code = (
-        "import resource, sys; from seq2seq.cli.app import main\n"
+        "import json, resource, sys; from seq2seq.cli.app import main\n"
         f"sys.argv = ['seq2seq', *{args!r}, '--tokenizer-sentences', '{sentences}']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)"
+        "print(json.dumps({'peak_gib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    cost = measured([sys.executable, "-c", code], dict(os.environ), "tokenize")
     if not (run / "tokenizer.model").is_file():
-        raise SystemExit(f"tokenize failed:\n{done.stderr[-2000:]}")
-    return {"seconds": time.time() - start, "peak_gib": float(done.stdout.split()[-1])}
+        raise SystemExit("tokenize wrote no tokenizer")
+    return {**cost, "seconds": time.time() - start}
 
 
 def scores(model: Path, held_out: list[str], reference: set[str]) -> dict:
@@ -132,13 +134,27 @@ def sample_table(corpus: str, work: Path, sizes: list[int]) -> None:
         )
 
 
-def start(checkout: Path, corpus: str, run: Path) -> dict:
+def start(checkout: Path, corpus: str, run: Path, sample: int | None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     command = [sys.executable, "-c", CHILD, repr(time.time()), corpus, str(run)]
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        raise SystemExit(f"{checkout}: train failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    command += [] if sample is None else [str(sample)]
+    return measured(command, env, f"{checkout}: train")
+
+
+def measured(command: list[str], env: dict, what: str) -> dict:
+    """Run `command`, its process tree's memory sampled; its last line of JSON, with the tree's
+    peaks (`tree_gib`: resident, `anon_gib`: anonymous) added."""
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    memory = TreeMemory(child.pid)
+    out, err = child.communicate()
+    memory.stop()
+    if child.returncode != 0:
+        raise SystemExit(f"{what} failed:\n{err[-2000:]}")
+    return {
+        **json.loads(out.strip().splitlines()[-1]),
+        "tree_gib": memory.peak_rss_gib,
+        "anon_gib": memory.peak_anon_gib,
+    }
 
 
 def main() -> None:
@@ -147,6 +163,7 @@ def main() -> None:
     p.add_argument("--work", type=Path, default=Path("/tmp/seq2seq-scale"))
     p.add_argument("--samples", default="", help="tokenizer sample sizes to table, comma-separated")
     p.add_argument("--no-starts", action="store_true", help="only the sample table")
+    p.add_argument("--tokenizer-sentences", type=int, help="the starts' sample, instead of the default")
     p.add_argument("--before", type=Path, help="another checkout to measure side by side")
     args = p.parse_args()
     print(f"CPU: {cpu()}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
@@ -158,8 +175,9 @@ def main() -> None:
         sample_table(corpus, args.work, [int(n) for n in args.samples.split(",")])
     if args.no_starts:
         return
-    print("\n| code | start | seconds to the first step | peak RSS GiB | largest worker GiB |")
-    print("|---|---|---|---|---|")
+    header = "code | start | seconds to the first step | peak RSS GiB | largest worker GiB"
+    print(f"\n| {header} | all processes: RSS / anonymous GiB |")
+    print("|---|---|---|---|---|---|")
     for name, checkout in (("before", args.before), ("this checkout", REPO)):
         if checkout is None:
             continue
@@ -167,11 +185,9 @@ def main() -> None:
         shutil.rmtree(run, ignore_errors=True)
         run.mkdir(parents=True)
         for which in ("first", "second"):
-            r = start(checkout.resolve(), corpus, run)
-            print(
-                f"| {name} | {which} | {r['seconds']:.1f} | {r['peak_gib']:.2f} | {r['worker_gib']:.2f} |",
-                flush=True,
-            )
+            r = start(checkout.resolve(), corpus, run, args.tokenizer_sentences)
+            peaks = f"{r['peak_gib']:.2f} | {r['worker_gib']:.2f} | {r['tree_gib']:.2f} / {r['anon_gib']:.2f}"
+            print(f"| {name} | {which} | {r['seconds']:.1f} | {peaks} |", flush=True)
 
 
 if __name__ == "__main__":

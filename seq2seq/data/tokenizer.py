@@ -14,6 +14,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from seq2seq.allocator import release_freed_memory
 from seq2seq.atomic import write_atomic
 from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from seq2seq.errors import Seq2SeqError, first_line
@@ -138,6 +139,9 @@ def train_tokenizer(
         )
     except RuntimeError as e:
         raise Seq2SeqError(f"SentencePiece could not train: {first_line(e)}") from None
+    finally:  # its suffix array, freed now, held by the process (allocator.py) unless handed back
+        del sample
+        release_freed_memory()
     reached = spm.SentencePieceProcessor(model_proto=model.getvalue()).GetPieceSize()
     if seen > sentences and reached < vocab_size:  # the corpus had more to give than the sample
         raise Seq2SeqError(

@@ -18,7 +18,7 @@ class TrainConfig:
     tgt: str = option("fr", "Target language.")
     vocab_size: int = option(8000, "Vocabulary size, if the run has no tokenizer.", 8, 1 << 20)
     tokenizer_sentences: int = option(
-        1_000_000,
+        500_000,
         "Sentences (both languages) the tokenizer trains on, if the run has none: a larger corpus is "
         "sampled, a smaller one read whole.",
         1000,

@@ -1,0 +1,75 @@
+"""The memory a process and every process under it hold together, sampled while it runs.
+
+ru_maxrss gives one process's peak, and counts the pages of memory-mapped files it touched (which
+the kernel can drop and read again). A start that forks workers needs the sum over the tree at
+its fullest moment, and what a machine must really have is the anonymous part (RssAnon: heap,
+stacks, copies), so both are sampled from /proc every `interval` seconds.
+"""
+
+import threading
+from pathlib import Path
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _status_kib(pid: int) -> tuple[int, int]:
+    """VmRSS and RssAnon of `pid` in KiB; zeros once it has gone."""
+    values = {"VmRSS:": 0, "RssAnon:": 0}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            name, *rest = line.split()
+            if name in values:
+                values[name] = int(rest[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return values["VmRSS:"], values["RssAnon:"]
+
+
+def tree_kib(root: int) -> tuple[int, int]:
+    """Summed VmRSS and RssAnon (KiB) of `root` and its descendants."""
+    tree, todo, rss, anon = _children(), [root], 0, 0
+    while todo:
+        pid = todo.pop()
+        one_rss, one_anon = _status_kib(pid)
+        rss, anon = rss + one_rss, anon + one_anon
+        todo.extend(tree.get(pid, []))
+    return rss, anon
+
+
+class TreeMemory:
+    """Samples `tree_kib(pid)` in a thread until `stop()`; `peak_rss_gib` and `peak_anon_gib` are
+    the largest sums seen."""
+
+    def __init__(self, pid: int, interval: float = 0.25):
+        self.pid, self.interval, self.rss, self.anon = pid, interval, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            rss, anon = tree_kib(self.pid)
+            self.rss, self.anon = max(self.rss, rss), max(self.anon, anon)
+
+    def stop(self) -> "TreeMemory":
+        self._stop.set()
+        self._thread.join()
+        return self
+
+    @property
+    def peak_rss_gib(self) -> float:
+        return self.rss / 2**20
+
+    @property
+    def peak_anon_gib(self) -> float:
+        return self.anon / 2**20
