@@ -92,7 +92,12 @@ def is_blank(text: str) -> bool:
     """Whether a line holds nothing to translate: only whitespace, invisible format characters
     (zero-width spaces and joiners, a byte-order mark, soft hyphens: Unicode's category Cf) and
     control characters (Cc: a backspace, an escape), which the tokenizer drops or cannot read.
-    Such a line is a blank line, never a source of invented text."""
+    Such a line is a blank line, never a source of invented text.
+
+    A line of printable characters only (most lines; `isprintable` is one C loop) is blank when it
+    is spaces; the others are read a character at a time."""
+    if text.isprintable():
+        return not text.strip()
     return all(c.isspace() or unicodedata.category(c) in ("Cf", "Cc") for c in text)
 
 
