@@ -121,3 +121,16 @@ def test_a_repeated_error_is_logged_once_a_window_with_the_count_held_back():
 
 def test_the_server_holds_repeats_of_uvicorns_errors(url):
     assert any(isinstance(f, Repeats) for f in logging.getLogger(ERRORS).filters)
+
+
+def test_the_server_runs_on_uvloop_where_it_is_installed():
+    """uvloop (in the serve extra, off Windows) handles a connection in a fraction of asyncio's
+    Python: under a flood of connections it is what keeps /health answering (docs/serving.md)."""
+    uvloop = pytest.importorskip("uvloop")
+    from seq2seq.serve.server import server_config
+
+    loop = server_config(lambda scope, receive, send: None).get_loop_factory()()
+    try:
+        assert isinstance(loop, uvloop.Loop)
+    finally:
+        loop.close()

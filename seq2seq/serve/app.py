@@ -21,9 +21,7 @@ from dataclasses import fields
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.exceptions import HTTPException
 
-from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.alternatives import MAX_ALTERNATIVES
 from seq2seq.decoding.options import SAMPLING
 from seq2seq.decoding.prefix import prefix_ids
@@ -44,6 +42,7 @@ from seq2seq.serve.limits import (
     MAX_WORK,
     REQUEST_TIMEOUT,
 )
+from seq2seq.serve.lines import checked_lines
 from seq2seq.views.explorer import maps_json, page
 
 
@@ -264,26 +263,3 @@ def create_app(
         return explorer
 
     return app
-
-
-def checked_lines(text: str | list[str], max_lines: int, max_chars: int, field: str = "text") -> list[str]:
-    """The request's lines, each a sentence: none blank, none holding a line break or a lone
-    surrogate (valid JSON, but no text a tokenizer can take), within limits."""
-    lines = [text] if isinstance(text, str) else text
-    if not lines:
-        raise Seq2SeqError(f"{field} is an empty list")
-    if len(lines) > max_lines:
-        raise HTTPException(413, f"{len(lines)} lines is above this server's limit of {max_lines} a request")
-    for number, line in enumerate(lines, start=1):
-        where = field if isinstance(text, str) else f"line {number}"
-        if len(line) > max_chars:
-            raise HTTPException(413, f"{where} has {len(line)} characters, above the limit of {max_chars}")
-        if is_blank(line):
-            raise Seq2SeqError(f"{where} is empty")
-        try:
-            line.encode("utf-8")
-        except UnicodeEncodeError:
-            raise Seq2SeqError(f"{where} is not valid Unicode (a lone surrogate)") from None
-        if "\n" in line or "\r" in line:
-            raise Seq2SeqError(f"{where} holds a line break; send one sentence per line (a list of lines)")
-    return lines
