@@ -40,7 +40,7 @@ def fuzz_round(target: str, scale: int, seed: int) -> tuple[int, bool, str]:
     """One pytest process over `target`: the examples it ran, whether it passed, its output."""
     env = {**os.environ, "SEQ2SEQ_FUZZ_SCALE": str(scale), "SEQ2SEQ_FUZZ_RANDOM": "1", "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "pytest", f"{MODULE}::{target}", "-q", "-o", "addopts="]
-    command += ["-p", "no:xdist", "-p", "no:cacheprovider", "--hypothesis-show-statistics"]
+    command += ["-p", "no:xdist", "-p", "no:cacheprovider", "--hypothesis-show-statistics", "--timeout=0"]
     command.append(f"--hypothesis-seed={seed}")
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     out = done.stdout + done.stderr

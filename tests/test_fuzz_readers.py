@@ -226,6 +226,30 @@ def test_a_json_corpus_that_begins_with_no_object_is_refused_not_a_crash(tmp_pat
     assert result.returncode == 2 and "not rows of JSON objects" in result.stderr, result.stderr
 
 
+def test_translation_rows_arrow_cannot_read_are_refused_in_one_line():
+    """Found by scripts/fuzz_long.py: generated JSON lines whose rows Arrow held as a struct with two
+    fields of one name, which it cannot turn into Python: `datasets` raised its ValueError from the
+    first row's access. The bytes were lost to the round's timeout, so the row stands in for them."""
+    from seq2seq.data.hf_datasets import translation_pairs
+
+    class Unreadable:
+        def __getitem__(self, index):
+            raise ValueError(
+                "Converting to Python dictionary is not supported when duplicate field names are present"
+            )
+
+    class Table:
+        column_names = ("translation",)
+
+        def __getitem__(self, column):
+            return Unreadable()
+
+    with pytest.raises(
+        Seq2SeqError, match=r"train.jsonl: its 'translation' rows cannot be read \(Converting"
+    ):
+        translation_pairs(Table(), "train.jsonl", "en", "fr")
+
+
 def test_a_field_name_with_a_line_break_is_named_in_one_line(run, tmp_path):
     """Found by the fuzzer: a train field named "\\n0" broke the one-line error in two."""
     copy = tmp_path / "run"

@@ -48,7 +48,13 @@ def load_hub(corpus: str, split: str, src: str, tgt: str) -> list[Pair]:
 def translation_pairs(ds, where: str, src: str, tgt: str) -> list[Pair]:
     if "translation" not in ds.column_names:
         raise Seq2SeqError(f"{where} has no 'translation' column; columns: {', '.join(ds.column_names)}")
-    rows = ds["translation"]
+    try:
+        return _pairs(ds["translation"], where, src, tgt)
+    except ValueError as e:  # Arrow cannot turn a row into Python (a struct with two fields of one name)
+        raise Seq2SeqError(f"{where}: its 'translation' rows cannot be read ({first_line(e)})") from None
+
+
+def _pairs(rows, where: str, src: str, tgt: str) -> list[Pair]:
     if not rows:
         raise Seq2SeqError(f"{where} is empty")
     for lang in (src, tgt):
