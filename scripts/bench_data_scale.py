@@ -101,7 +101,7 @@ def scores(model: Path, held_out: list[str], reference: set[str]) -> dict:
     tokenizer = Tokenizer(model)
     ids = tokenizer.encode(held_out)
     pieces = sum(map(len, ids))
-    vocabulary = vocab(model)
+    vocabulary = vocab(tokenizer)
     return {
         "pieces": pieces / len(held_out),
         "unknown": sum(row.count(UNK_ID) for row in ids) / pieces,
@@ -109,9 +109,8 @@ def scores(model: Path, held_out: list[str], reference: set[str]) -> dict:
     }
 
 
-def vocab(model: Path) -> set[str]:
-    tokenizer = Tokenizer(model)
-    return {tokenizer.sp.IdToPiece(i) for i in range(tokenizer.vocab_size)}
+def vocab(tokenizer: Tokenizer) -> set[str]:
+    return set(tokenizer.id_pieces(list(range(tokenizer.vocab_size))))
 
 
 def sample_table(corpus: str, work: Path, sizes: list[int]) -> None:
@@ -121,7 +120,7 @@ def sample_table(corpus: str, work: Path, sizes: list[int]) -> None:
         for text in line.split("\t")
     ]
     costs = {n: train_tokenizer(corpus, work / f"tok-{n}", n) for n in sizes}
-    reference = vocab(work / f"tok-{max(sizes)}" / "tokenizer.model")
+    reference = vocab(Tokenizer(work / f"tok-{max(sizes)}" / "tokenizer.model"))
     header = "sample (sentences) | seconds | peak RSS GiB | pieces a held-out sentence | unknown"
     print(f"\n| {header} | vocabulary shared with the largest |")
     print("|---:|---:|---:|---:|---:|---:|")

@@ -10,6 +10,8 @@ firewall) ends that wait, before any training process has started or written any
 
 import sys
 
+from seq2seq.errors import first_line
+
 
 def main(argv: list[str] | None = None) -> int:
     from torch.distributed import run as torchrun
@@ -29,8 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     except ChildFailedError as e:  # a process stopped: it has said why (one line for bad input)
         return min(failure.exitcode for failure in e.failures.values()) or 1
     except RendezvousError as e:  # closed, or its store unreachable
-        detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        sys.stderr.write(f"error: the rendezvous at {args.rdzv_endpoint} failed ({detail})\n")
+        sys.stderr.write(f"error: the rendezvous at {args.rdzv_endpoint} failed ({first_line(e)})\n")
         return 2
     return 0
 

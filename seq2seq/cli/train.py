@@ -21,7 +21,7 @@ def tokenize(
     from seq2seq.data.tokenizer import open_tokenizer
     from seq2seq.training.checkpoint import BEST, LAST, TOKENIZER
 
-    corpus, src, tgt, vocab_size = (recipe[name] for name in TOKENIZE[:4])
+    corpus, src, tgt, vocab_size, sentences, seed = (recipe[name] for name in TOKENIZE)
     run = run_dir(run, corpus, src, tgt)
     if text is not None:
         tokenizer = open_tokenizer(run / TOKENIZER)
@@ -36,9 +36,7 @@ def tokenize(
     counted = Counted(stream_pairs(corpus, "train", src, tgt, data_dir))  # as `train` reads them
     with run_lock(run):
         texts = (t for pair in counted for t in pair)
-        tokenizer = train_tokenizer(
-            texts, run / TOKENIZER, vocab_size, sentences=recipe["tokenizer_sentences"], seed=recipe["seed"]
-        )
+        tokenizer = train_tokenizer(texts, run / TOKENIZER, vocab_size, sentences=sentences, seed=seed)
     sample = counted.first[0]
     pieces = tokenizer.pieces(sample)
     display.tokenizer_trained(run / TOKENIZER, tokenizer.vocab_size, counted.count, sample, pieces)
