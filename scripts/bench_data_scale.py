@@ -15,6 +15,10 @@ step, its peak resident memory (ru_maxrss) and the largest of its own worker pro
 tokenizing `map` runs one per core). The first start trains the tokenizer (the default sample),
 tokenizes and draws the epoch; the second reads what the first stored. With --before, another
 checkout (a `git worktree` of an older commit) starts the same way in the same run of the script.
+With --stream, the corpus is also written as a dataset folder the Hub's loader reads
+(`data/train.jsonl`, `data/validation.jsonl`) and `train --stream` starts on it twice too; the
+last column is the run directory's size on disk after the start (a stored run holds its tokenized
+set, a streamed one nothing but the tokenizer and the checkpoint).
 """
 
 import argparse
@@ -51,8 +55,9 @@ class FirstStep(Reporter):
         sys.stdout.flush()
         os._exit(0)
 
-sample = {"tokenizer_sentences": int(sys.argv[4])} if len(sys.argv) > 4 else {}
-config = TrainConfig(corpus=sys.argv[2], src="src", tgt="tgt", device="cpu", bf16=False, **sample)
+sample = {"tokenizer_sentences": int(sys.argv[4])} if sys.argv[4] != "default" else {}
+stream = {"stream": True, "max_steps": 1} if sys.argv[5] == "stream" else {}  # a stream's length is unknown
+config = TrainConfig(corpus=sys.argv[2], src="src", tgt="tgt", device="cpu", bf16=False, **sample, **stream)
 train(sys.argv[3], config, preset_config("transformer", "tiny"), reporter=FirstStep())
 """
 
@@ -133,11 +138,54 @@ def sample_table(corpus: str, work: Path, sizes: list[int]) -> None:
         )
 
 
-def start(checkout: Path, corpus: str, run: Path, sample: int | None) -> dict:
+def make_hub_folder(corpus: str, folder: Path) -> str:
+    """The TSV corpus as a dataset folder of `translation` rows, as `--stream` reads a Hub dataset."""
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    for split, name in (("train", "train"), ("val", "validation")):
+        source, path = Path(corpus.format(split=split)), folder / "data" / f"{name}.jsonl"
+        if path.is_file() and path.stat().st_mtime > source.stat().st_mtime:
+            continue  # made by an earlier run from the same corpus
+        with open(source, encoding="utf-8") as lines, open(path, "w", encoding="utf-8") as out:
+            for line in lines:
+                src, tgt = line.rstrip("\n").split("\t")
+                out.write(json.dumps({"translation": {"src": src, "tgt": tgt}}, ensure_ascii=False) + "\n")
+    return str(folder)
+
+
+def start(checkout: Path, corpus: str, run: Path, sample: int | None, stream: bool = False) -> dict:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     command = [sys.executable, "-c", CHILD, repr(time.time()), corpus, str(run)]
-    command += [] if sample is None else [str(sample)]
-    return measured(command, env, f"{checkout}: train")
+    command += ["default" if sample is None else str(sample), "stream" if stream else "stored"]
+    return {**measured(command, env, f"{checkout}: train"), "run_mib": disk_mib(run)}
+
+
+def padding_table(run: Path, parts: list[int], max_tokens: int = 3072) -> None:
+    """The padding of an epoch's batches cut from the stored set whole and a part at a time (as
+    `--stream` cuts them), from the stored run's lengths: padded cells over real ones."""
+    from seq2seq.data import tokenized
+    from seq2seq.data.batch import token_batches
+
+    (folder,) = (run / tokenized.FOLDER).glob("train-*")
+    stored = tokenized.load(folder)
+    lengths, sides = stored.lengths, stored.side_lengths()
+    print("\n| batches cut from | batches | padding (cells over real pieces) |\n|---|---:|---:|")
+    for part in [len(lengths), *parts]:
+        cells = real = count = 0
+        for start in range(0, len(lengths), part):
+            cut = slice(start, start + part)
+            batches = token_batches(lengths[cut], max_tokens, 1, start, tuple(side[cut] for side in sides))
+            for batch in batches:
+                cells, real = (
+                    cells + len(batch) * int(lengths[cut][batch].max()),
+                    real + int(lengths[cut][batch].sum()),
+                )
+            count += len(batches)
+        name = "the whole epoch" if part == len(lengths) else f"parts of {part:,} pairs"
+        print(f"| {name} | {count:,} | {100 * (cells - real) / real:.1f}% |", flush=True)
+
+
+def disk_mib(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink()) / 2**20
 
 
 def measured(command: list[str], env: dict, what: str) -> dict:
@@ -164,6 +212,9 @@ def main() -> None:
     p.add_argument("--no-starts", action="store_true", help="only the sample table")
     p.add_argument("--tokenizer-sentences", type=int, help="the starts' sample, instead of the default")
     p.add_argument("--before", type=Path, help="another checkout to measure side by side")
+    p.add_argument(
+        "--stream", action="store_true", help="also start `train --stream` on the corpus as a dataset folder"
+    )
     args = p.parse_args()
     print(f"CPU: {cpu()}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
     tick = time.time()
@@ -175,18 +226,23 @@ def main() -> None:
     if args.no_starts:
         return
     header = "code | start | seconds to the first step | peak RSS GiB | largest worker GiB"
-    print(f"\n| {header} | all processes: RSS / anonymous GiB |")
-    print("|---|---|---|---|---|---|")
-    for name, checkout in (("before", args.before), ("this checkout", REPO)):
+    print(f"\n| {header} | all processes: RSS / anonymous GiB | run directory MiB |")
+    print("|---|---|---|---|---|---|---|")
+    starts = [("before", args.before, corpus, False), ("this checkout", REPO, corpus, False)]
+    if args.stream:
+        starts.append(("this checkout, --stream", REPO, make_hub_folder(corpus, args.work / "hub"), True))
+    for name, checkout, source, stream in starts:
         if checkout is None:
             continue
-        run = args.work / f"run-{name.replace(' ', '-')}"
+        run = args.work / f"run-{name.replace(' ', '-').replace(',', '')}"
         shutil.rmtree(run, ignore_errors=True)
         run.mkdir(parents=True)
         for which in ("first", "second"):
-            r = start(checkout.resolve(), corpus, run, args.tokenizer_sentences)
+            r = start(checkout.resolve(), source, run, args.tokenizer_sentences, stream)
             peaks = f"{r['peak_gib']:.2f} | {r['worker_gib']:.2f} | {r['tree_gib']:.2f} / {r['anon_gib']:.2f}"
-            print(f"| {name} | {which} | {r['seconds']:.1f} | {peaks} |", flush=True)
+            print(f"| {name} | {which} | {r['seconds']:.1f} | {peaks} | {r['run_mib']:.0f} |", flush=True)
+    if args.stream:
+        padding_table(args.work / "run-this-checkout", [10_000, 100_000])
 
 
 if __name__ == "__main__":

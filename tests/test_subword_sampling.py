@@ -156,7 +156,7 @@ def test_the_loop_orders_ties_by_the_sides_of_what_it_batches(tmp_path, monkeypa
             seen.append((np.asarray(lengths), then_by))
         return token_batches(lengths, max_tokens, seed, epoch, then_by)
 
-    monkeypatch.setattr("seq2seq.training.loop.token_batches", spy)
+    monkeypatch.setattr("seq2seq.training.epoch.token_batches", spy)
     config = reversal(tmp_path, subword_alpha=alpha, average=0, epochs=1)
     train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
     ((lengths, (src, tgt)),) = seen

@@ -161,6 +161,14 @@ def training_done(run: Path, final: dict) -> None:
         out.print(f"nothing to do ({final['stop']}); the run in {run} is complete")
 
 
+def _training_pairs(info: dict) -> str:
+    """What the run trains on: the stored pairs and what the filter dropped, or a stream."""
+    config = info["config"]
+    if info["pairs"] is None:
+        return f"training pairs streamed from {config['corpus']}, {config['stream_part']:,} a part"
+    return f"{info['pairs']} training pairs ({info['dropped']} filtered out{_reasons(info)})"
+
+
 def _reasons(info: dict) -> str:
     why = {"empty": "empty", "too_long": f"over {info['max_len']} pieces", "bad_ratio": "lengths 3x apart"}
     counts = [f"{n} {why[k]}" for k, n in info["filtered"].items() if n]
@@ -199,9 +207,8 @@ class TrainingDisplay(Reporter):
 
     def start(self, info: dict) -> None:
         self.progress.console.print(
-            f"{info['pairs']} training pairs ({info['dropped']} filtered out{_reasons(info)}), "
-            f"{info['val_pairs']} validation pairs, {info['parameters']:,} parameters on "
-            f"{info['device']}"
+            f"{_training_pairs(info)}, {info['val_pairs']} validation pairs, "
+            f"{info['parameters']:,} parameters on {info['device']}"
             + (f" x {info['world_size']} processes ({info['backend']})" if info["world_size"] > 1 else "")
             + (f"; resuming from step {info['resumed_step']}" if info["resumed_step"] else ""),
             markup=False,
@@ -209,7 +216,7 @@ class TrainingDisplay(Reporter):
         if ":" in info["precision"]:  # a choice with its reason: "fp32: a bf16 GEMM runs at 0.6x ..."
             self.progress.console.print(f"precision: {info['precision']}", markup=False)
 
-    def epoch(self, epoch: int, n_batches: int, done: int) -> None:
+    def epoch(self, epoch: int, n_batches: int | None, done: int) -> None:
         if self.task is not None:
             self.progress.remove_task(self.task)
         self.task = self.progress.add_task(

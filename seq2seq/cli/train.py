@@ -21,7 +21,11 @@ def tokenize(
     from seq2seq.data.tokenizer import open_tokenizer
     from seq2seq.training.checkpoint import BEST, LAST, TOKENIZER
 
-    corpus, src, tgt, vocab_size, sentences, seed = (recipe[name] for name in TOKENIZE)
+    corpus, src, tgt, vocab_size, sentences, seed, stream = (recipe[name] for name in TOKENIZE)
+    try:  # what the recipe refuses of these (TrainConfig.__post_init__)
+        TrainConfig(**recipe)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
     run = run_dir(run, corpus, src, tgt)
     if text is not None:
         tokenizer = open_tokenizer(run / TOKENIZER)
@@ -30,10 +34,17 @@ def tokenize(
     if (run / BEST).exists() or (run / LAST).exists():
         raise Seq2SeqError(f"{run} already has trained weights; a new tokenizer needs a new --run")
     from seq2seq.data.corpus import stream_pairs
+    from seq2seq.data.streamed import first_pairs
     from seq2seq.data.tokenizer import train_tokenizer
     from seq2seq.training.lock import run_lock
 
-    counted = Counted(stream_pairs(corpus, "train", src, tgt, data_dir))  # as `train` reads them
+    # as `train` reads them
+    pairs = (
+        first_pairs(corpus, src, tgt, sentences)
+        if stream
+        else stream_pairs(corpus, "train", src, tgt, data_dir)
+    )
+    counted = Counted(pairs)
     with run_lock(run):
         texts = (t for pair in counted for t in pair)
         tokenizer = train_tokenizer(texts, run / TOKENIZER, vocab_size, sentences=sentences, seed=seed)
@@ -56,7 +67,7 @@ class Counted:
 
 
 # the recipe's fields that `tokenize` takes too
-TOKENIZE = ("corpus", "src", "tgt", "vocab_size", "tokenizer_sentences", "seed")
+TOKENIZE = ("corpus", "src", "tgt", "vocab_size", "tokenizer_sentences", "seed", "stream")
 with_parameters(tokenize, field_parameters(TrainConfig, TOKENIZE))
 
 

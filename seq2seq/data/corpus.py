@@ -62,7 +62,7 @@ def _corpus_files(corpus: str, split: str, src: str, tgt: str, data_dir) -> list
     `{split}` pattern: one); None for a hub dataset."""
     if corpus == "multi30k":
         return _multi30k_files(split, src, tgt, data_dir or os.environ.get(DATA_DIR_ENV))
-    if "{split}" in corpus:
+    if not is_hub(corpus):
         try:
             path = Path(corpus.format(split=split))
         except (KeyError, IndexError, ValueError, AttributeError):
@@ -73,6 +73,11 @@ def _corpus_files(corpus: str, split: str, src: str, tgt: str, data_dir) -> list
             raise Seq2SeqError(f"{path} does not exist or is not a file")
         return [path]
     return None
+
+
+def is_hub(corpus: str) -> bool:
+    """Whether `corpus` names a hub dataset (neither Multi30k nor a path pattern)."""
+    return corpus != "multi30k" and "{split}" not in corpus
 
 
 def corpus_name(corpus: str) -> str:

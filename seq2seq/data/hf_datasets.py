@@ -40,9 +40,16 @@ def load_hub(corpus: str, split: str, src: str, tgt: str) -> list[Pair]:
         splits = datasets.load_dataset(name, config or None)
     except Exception as e:  # offline, unknown id, bad config: datasets raises many types
         raise Seq2SeqError(f"cannot load dataset {corpus!r} ({first_line(e)})") from None
+    return translation_pairs(splits[hub_split(splits, split, corpus)], corpus, src, tgt)
+
+
+def hub_split(splits, split: str, corpus: str) -> str:
+    """The name of `split` among a hub dataset's `splits`: `val` is the Hub's `validation`."""
+    if split not in splits and split == "val" and "validation" in splits:
+        return "validation"
     if split not in splits:
         raise Seq2SeqError(f"dataset {corpus!r} has no split {split!r}; splits: {', '.join(splits)}")
-    return translation_pairs(splits[split], corpus, src, tgt)
+    return split
 
 
 def translation_pairs(ds, where: str, src: str, tgt: str) -> list[Pair]:
@@ -57,16 +64,23 @@ def translation_pairs(ds, where: str, src: str, tgt: str) -> list[Pair]:
 def _pairs(rows, where: str, src: str, tgt: str) -> list[Pair]:
     if not rows:
         raise Seq2SeqError(f"{where} is empty")
+    check_languages(rows[0], where, src, tgt)
+    return [row_pair(row, number, where, src, tgt) for number, row in enumerate(rows, start=1)]
+
+
+def check_languages(row, where: str, src: str, tgt: str) -> None:
+    """A first row of {language: text} that lacks a language names the ones it has."""
     for lang in (src, tgt):
-        if isinstance(rows[0], dict) and lang not in rows[0]:
-            raise Seq2SeqError(f"{where} has no language {lang!r}; languages: {', '.join(rows[0])}")
-    pairs = []
-    for number, row in enumerate(rows, start=1):
-        texts = (row.get(src), row.get(tgt)) if isinstance(row, dict) else (None, None)
-        if not all(isinstance(t, str) for t in texts):
-            raise Seq2SeqError(f"{where}: row {number} has no {src!r} and {tgt!r} text (found {row!r})")
-        pairs.append(texts)
-    return pairs
+        if isinstance(row, dict) and lang not in row:
+            raise Seq2SeqError(f"{where} has no language {lang!r}; languages: {', '.join(row)}")
+
+
+def row_pair(row, number: int, where: str, src: str, tgt: str) -> Pair:
+    """The (src, tgt) texts of the `translation` cell of row `number` (from 1)."""
+    texts = (row.get(src), row.get(tgt)) if isinstance(row, dict) else (None, None)
+    if not all(isinstance(t, str) for t in texts):
+        raise Seq2SeqError(f"{where}: row {number} has no {src!r} and {tgt!r} text (found {row!r:.200})")
+    return texts
 
 
 def import_datasets():

@@ -4,6 +4,7 @@ options and the checks of a stored run are built from these declarations."""
 
 from dataclasses import dataclass
 
+from seq2seq.data.corpus import is_hub
 from seq2seq.fields import check_choices, option, ranged
 
 FREEZE = ("none", "encoder", "embeddings")  # what a fine-tuned run keeps as its start had it
@@ -22,6 +23,21 @@ class TrainConfig:
         "Sentences (both languages) the tokenizer trains on, if the run has none: a larger corpus is "
         "sampled, a smaller one read whole.",
         1000,
+        None,
+    )
+    # a streamed corpus is never stored (training/streaming.py)
+    stream: bool = option(
+        False,
+        "Read a hub --corpus as a stream: its training pairs are tokenized a part at a time and never "
+        "stored, so a corpus larger than the disk trains in one pass (a tokenizer the run lacks learns "
+        "from the stream's first --tokenizer-sentences).",
+        flag="--stream/--no-stream",
+    )
+    stream_part: int = option(
+        100_000,
+        "With --stream: pairs read, tokenized and cut into batches together, their batches shuffled "
+        "(memory holds one part).",
+        1,
         None,
     )
     # sentences x longest side, in pieces
@@ -145,6 +161,15 @@ class TrainConfig:
             raise ValueError(
                 "--freeze keeps a part of the model --init-from starts with; give --init-from RUN"
             )
+        if self.stream and not is_hub(self.corpus):
+            raise ValueError(
+                f"--stream reads a hub dataset; --corpus {self.corpus} is read from its files and stored "
+                "in the run once"
+            )
+        if self.stream and self.guided_alignment is not None:
+            raise ValueError(
+                "--guided-alignment names the lines of a stored corpus; it cannot train on a --stream"
+            )
 
 
 # The limits belong to one invocation: a resumed run takes them from the new command line (a run
@@ -168,6 +193,9 @@ OLDER_RECIPES = "5e0c38e"
 REMOVED_SINCE = {"guided_context": "b0c6ba6"}
 # Fields added since: a run written before one existed trained as this value does.
 ADDED = {
+    "tokenizer_sentences": 500_000,  # a run with a config.json has its tokenizer: never used again
+    "stream": False,
+    "stream_part": 100_000,
     "guided_alignment": None,
     "guided_weight": 0.05,
     "guided_layer": None,

@@ -1,14 +1,12 @@
 """The training loop: steps, validation (loss and greedy BLEU), checkpoints and the stop rules."""
 
-import os
 import time
+from dataclasses import dataclass, field
 from functools import partial
 
 import torch
 
 from seq2seq.data.batch import Batch, collate, pair_lengths, token_batches
-from seq2seq.data.sampling import KEPT
-from seq2seq.data.tokenized import TokenizedPairs
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.device import autocast
 from seq2seq.errors import Seq2SeqError
@@ -17,8 +15,7 @@ from seq2seq.training import averaging
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, rank_batch
-from seq2seq.training.epoch import epoch_pairs
-from seq2seq.training.guided import guide_of
+from seq2seq.training.epoch import EpochPart
 from seq2seq.training.reporter import Reporter
 from seq2seq.training.resume import TrainingState
 from seq2seq.training.schedule import budget_progress, dropout_at, lr_schedule
@@ -36,10 +33,12 @@ class Loop:
     the others take the outcome from it (World.from_main)."""
 
     def __init__(
-        self, run_dir, config, model, optimizer, tokenizer, train_set: TokenizedPairs, val_pairs, world: World
+        self, run_dir, config, model, optimizer, tokenizer, epochs, val_pairs, world: World, guide=None
     ):
+        """`epochs`: what each epoch trains on (training/epoch.py, training/streaming.py); `guide`:
+        guided alignment's targets, if the run has them."""
         self.run_dir, self.config, self.model, self.optimizer = run_dir, config, model, optimizer
-        self.tokenizer, self.train_set, self.world, self.device = tokenizer, train_set, world, world.device
+        self.tokenizer, self.epochs, self.world, self.device = tokenizer, epochs, world, world.device
         self.val_pairs = val_pairs if world.is_main else []
         self.val_src = tokenizer.encode([s for s, _ in self.val_pairs])
         self.val_tgt = tokenizer.encode([t for _, t in self.val_pairs], "target")
@@ -49,64 +48,40 @@ class Loop:
         self.progress = 0.0  # the share of the budget used (schedule.budget_progress), saved in the state
         self.resumed_at = 0.0  # the share used when this invocation began
         self.autocast = autocast(self.device, config.bf16)
-        self.guide = guide_of(config, train_set, tokenizer)
-        self.train_step = TrainStep(
-            data_parallel(model, world),
-            optimizer,
-            world,
-            self.autocast,
-            config.clip_norm,
-            config.label_smoothing,
-            self.guide,
-        )
+        self.guide = guide
+        parallel = data_parallel(model, world)
+        steps = (parallel, optimizer, world, self.autocast, config.clip_norm, config.label_smoothing, guide)
+        self.train_step = TrainStep(*steps)
 
     def run(self, state: TrainingState, reporter: Reporter, should_stop, start_time: float) -> dict:
         cfg, row = self.config, None
         # a budget used up (1.0) was a finished run's: training it further is a new budget
         self.resumed_at = self.progress = state.progress if state.progress < 1.0 else 0.0
-        losses, tokens, train_seconds = [], 0, 0.0
-        validation_seconds = self._validation_estimate(state) if cfg.max_minutes else 0.0
-        saved, stop, step_seconds = time.monotonic(), None, 0.0
+        tally = Tally(validation_seconds=self._validation_estimate(state) if cfg.max_minutes else 0.0)
         self._set_dropout(state.epoch)  # for a resumed run's row before its first step, which sets it exactly
+        stop = None
         while stop is None and (cfg.epochs is None or state.epoch < cfg.epochs):
-            source = self._epoch_sources(state.epoch)
-            sides = source.side_lengths()  # ties in length broken by the source's, then the target's
-            batches = token_batches(source.lengths, cfg.max_tokens, cfg.seed, state.epoch, sides)
-            reporter.epoch(state.epoch, self._steps(len(batches)), self._steps(state.batch))
-            while state.batch < len(batches):
-                to_pay = step_seconds + validation_seconds * (2 if self.averaging else 1)
-                stop, progress = self._stop_reason(state, start_time, to_pay, should_stop, len(batches))
+            for number, part in enumerate(self.epochs.parts(state)):
+                if number == 0:
+                    known = self.epochs.batches_known(part)
+                    reporter.epoch(state.epoch, known and self._steps(known), self._steps(state.batch))
+                stop = self._train_part(state, part, tally, reporter, should_stop, start_time)
                 if stop:
                     break
-                tick = time.perf_counter()
-                self._set_dropout(state.epoch + state.batch / len(batches))
-                index, weight = rank_batch(batches, state.batch, self.world)
-                batch = self._batch(batches[index], source.rows)
-                loss, n_tokens = self._train_step(batch, state.step + 1, weight, progress)
-                state.step += 1
-                state.batch = min(state.batch + self.world.size, len(batches))
-                losses.append(loss)
-                tokens += n_tokens
-                step_seconds = time.perf_counter() - tick
-                train_seconds += step_seconds
-                lr = self.optimizer.param_groups[0]["lr"]
-                reporter.step(state.step, loss, lr, tokens / train_seconds)
-                if time.monotonic() - saved >= cfg.save_every_minutes * 60:
-                    self.save(state)  # a kill loses at most this interval, not a whole epoch
-                    saved = time.monotonic()
             if stop is None:
+                self.epochs.ended(state)
                 state.epoch, state.batch = state.epoch + 1, 0
             if stop == "interrupted":  # save, and no validation: it would count toward patience and
                 self.save(state)  # make the resumed run another than the one never interrupted
                 return {"step": state.step, "stop": stop}  # (nor the averaged weights' below)
             if state.step == state.validated_step:
                 continue  # nothing trained since the last validation (e.g. a finished run rerun)
-            tokens_per_s = tokens / max(train_seconds, 1e-9)
-            validate = partial(self._validate, state, losses, tokens_per_s, start_time)
+            tokens_per_s = tally.tokens / max(tally.train_seconds, 1e-9)
+            validate = partial(self._validate, state, tally.losses, tokens_per_s, start_time)
             row, state = self.world.from_main(lambda: (validate(), state))  # noqa: B023 (called here)
-            validation_seconds, saved = state.validation_seconds, time.monotonic()
+            tally.validation_seconds, tally.saved = state.validation_seconds, time.monotonic()
             reporter.validated(row)
-            losses, tokens, train_seconds = [], 0, 0.0
+            tally.losses, tally.tokens, tally.train_seconds = [], 0, 0.0
             if out_of_patience(cfg, state):
                 stop = "early stop"
         if row is not None and self.averaging:  # this invocation trained: its end is scored averaged too
@@ -115,6 +90,36 @@ class Loop:
                 reporter.validated(averaged)
                 row = averaged if averaged["best"] else row
         return {**(row or {"step": state.step}), "stop": stop or "epochs"}
+
+    def _train_part(
+        self, state, part: EpochPart, tally: "Tally", reporter, should_stop, start_time
+    ) -> str | None:
+        """Train on the part's batches from `state.batch`; why it stopped before their end, if it did."""
+        cfg, batches = self.config, part.batches
+        while state.batch < len(batches):
+            to_pay = tally.step_seconds + tally.validation_seconds * (2 if self.averaging else 1)
+            epochs_done = state.epoch + part.done(state.batch)
+            stop, progress = self._stop_reason(state, start_time, to_pay, should_stop, epochs_done)
+            if stop:
+                return stop
+            tick = time.perf_counter()
+            self._set_dropout(epochs_done)
+            index, weight = rank_batch(batches, state.batch, self.world)
+            batch = self._batch(batches[index], part.rows, part.lines)
+            loss, n_tokens = self._train_step(batch, state.step + 1, weight, progress)
+            state.step += 1
+            state.batch = min(state.batch + self.world.size, len(batches))
+            tally.losses.append(loss)
+            tally.tokens += n_tokens
+            tally.step_seconds = time.perf_counter() - tick
+            tally.train_seconds += tally.step_seconds
+            reporter.step(
+                state.step, loss, self.optimizer.param_groups[0]["lr"], tally.tokens / tally.train_seconds
+            )
+            if time.monotonic() - tally.saved >= cfg.save_every_minutes * 60:
+                self.save(state)  # a kill loses at most this interval, not a whole epoch
+                tally.saved = time.monotonic()
+        return None
 
     @property
     def averaging(self) -> bool:
@@ -144,7 +149,7 @@ class Loop:
         return (time.perf_counter() - tick) * batches
 
     def _stop_reason(
-        self, state, start_time, still_to_pay: float, should_stop, n_batches: int
+        self, state, start_time, still_to_pay: float, should_stop, epochs_done: float
     ) -> tuple[str | None, float]:
         """Why to stop before the next step, if at all, and how much of the budget is used (for
         the cooldown), agreed by every process; the time budget must also cover that step and the
@@ -160,7 +165,6 @@ class Loop:
             reason = "early stop"
         elif cfg.max_minutes is not None and elapsed >= cfg.max_minutes * 60:
             reason = "max minutes"
-        epochs_done = state.epoch + state.batch / max(n_batches, 1)
         progress = budget_progress(cfg, state.step, epochs_done, elapsed, self.resumed_at)
         code, progress = self.world.largest([STOPS.index(reason), progress])
         # never backwards: the time still to pay shrinks when a validation is measured shorter
@@ -168,19 +172,13 @@ class Loop:
         self.progress = max(self.progress, progress)
         return STOPS[int(code)], self.progress
 
-    def _batch(self, indices, rows) -> Batch:
+    def _batch(self, indices, rows, lines=None) -> Batch:
+        """The batch of these pairs; `lines(indices)`: their lines in the corpus, for the guide."""
         src, tgt = rows(indices)
         batch = collate(src, tgt, self.max_len)
-        if self.guide is not None:
-            (lines,) = self.train_set.columns(indices, "line")
-            batch.alignment = self.guide.targets(src, tgt, lines, self.max_len)
+        if self.guide is not None and lines is not None:  # validation's loss is the translation's alone
+            batch.alignment = self.guide.targets(src, tgt, lines(indices), self.max_len)
         return batch.to(self.device)
-
-    def _epoch_sources(self, epoch: int):
-        """The epoch's pairs (training/epoch.py), drawn where the cores allow, kept by rank 0."""
-        kept = self.run_dir / KEPT if self.world.is_main else None  # rank 0 alone writes
-        workers = max(1, (os.cpu_count() or 1) // self.world.size)  # each process draws: share the cores
-        return epoch_pairs(self.train_set, self.tokenizer, self.config, epoch, kept, workers)
 
     def _set_dropout(self, epochs_done: float) -> None:
         """The dropout the schedule gives this step (a function of the epochs done, so a resumed
@@ -283,6 +281,18 @@ class Loop:
         state.progress = self.progress
         if self.world.is_main:
             ckpt.save_training_state(self.run_dir / ckpt.LAST, self.model, self.optimizer, state.to_json())
+
+
+@dataclass
+class Tally:
+    """What the steps since the last validation add up to, and the clocks the stop rules read."""
+
+    losses: list[float] = field(default_factory=list)
+    tokens: int = 0
+    train_seconds: float = 0.0
+    step_seconds: float = 0.0  # the last step's
+    validation_seconds: float = 0.0  # the last validation's, or an estimate of the first
+    saved: float = field(default_factory=time.monotonic)  # when the state was last saved
 
 
 def out_of_patience(cfg: TrainConfig, state: TrainingState) -> bool:

@@ -12,6 +12,7 @@ from seq2seq.fields import check, from_json
 from seq2seq.models.registry import ARCHITECTURE_OPTIONS, ARCHITECTURES, ModelConfig
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import ADDED, LIMITS, OLDER_RECIPES, REMOVED, REMOVED_SINCE, TrainConfig
+from seq2seq.training.streaming import check_place
 
 # `seq2seq train` options that describe the model: a resumed run keeps the one it has. The preset
 # comes last, so that a refusal names the shape option that differs rather than the preset under it.
@@ -32,6 +33,10 @@ class TrainingState:
     # the share of the schedule's budget used when saved (Loop.progress): a run stopped mid-budget
     # resumes its learning rate from here, not from the peak (schedule.budget_progress)
     progress: float = 0.0
+    # a streamed corpus (training/streaming.py): the place of the part being trained (None: the
+    # epoch's start) and the stream's length in pairs, once an epoch has read it (0: not yet)
+    stream: dict | None = None
+    stream_length: int = 0
 
     @classmethod
     def from_json(cls, values: object, where: Path) -> "TrainingState":
@@ -40,7 +45,10 @@ class TrainingState:
         if not isinstance(values, dict) or set(values) - {f.name for f in fields(cls)}:
             raise Seq2SeqError(f"{where} has a trainer state this version does not know")
         values = {"validated_step": values.get("step", 0), **values}
+        check_place(values.get("stream"), where)
         for f in fields(cls):
+            if f.name == "stream":
+                continue
             value = values.get(f.name, f.default)
             number = isinstance(value, int | float) and not isinstance(value, bool)
             if not number or (f.type is int and not isinstance(value, int)) or not math.isfinite(value):

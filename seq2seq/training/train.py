@@ -3,6 +3,7 @@ peak and falling linearly to zero over the budget, or an inverse-square-root dec
 batches, validation (loss and greedy BLEU) after every epoch and at the stop, best-by-BLEU weights,
 early stopping, and exact resume from the run directory."""
 
+import os
 import time
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
@@ -13,6 +14,8 @@ import torch
 
 from seq2seq.data import tokenized
 from seq2seq.data.corpus import MAX_RATIO, FilterReport, Pair, corpus_identity, load_pairs, stream_pairs
+from seq2seq.data.sampling import KEPT
+from seq2seq.data.streamed import Stream, first_pairs
 from seq2seq.data.tokenizer import open_tokenizer, train_tokenizer
 from seq2seq.device import agree_on_bf16, bf16_speedup, precision_note, use_bf16
 from seq2seq.models.registry import ModelConfig, build_model
@@ -20,10 +23,13 @@ from seq2seq.training import checkpoint as ckpt
 from seq2seq.training import finetune
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, peers_watched, world
+from seq2seq.training.epoch import StoredEpochs
+from seq2seq.training.guided import guide_of
 from seq2seq.training.lock import run_lock
 from seq2seq.training.loop import Loop
 from seq2seq.training.reporter import Reporter
 from seq2seq.training.resume import TrainingState, continued, is_resumable
+from seq2seq.training.streaming import StreamedEpochs
 
 
 def train(
@@ -57,7 +63,7 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
         lambda: _prepare(run_dir, config, model_config, data_dir)
     )
     tokenizer = open_tokenizer(run_dir / ckpt.TOKENIZER)
-    train_set = tokenized.load(folder)
+    epochs, guide = _epochs(run_dir, config, model_config, folder, tokenizer, here)
     if config.bf16 and here.size > 1:  # one measurement decides for every process
         agree_on_bf16(here.from_main(lambda: bf16_speedup(here.device)))
 
@@ -74,12 +80,26 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
         best = ckpt.best_score(run_dir)
         if best is not None and best > state.best_bleu:  # killed between the two writes
             state.best_bleu, state.bad_validations = best, 0
+    if config.stream:
+        epochs.check_budget(state)
     if not here.is_main:  # the same weights everywhere, but each process its own dropout masks
         torch.manual_seed(config.seed * 1_000_003 + 7_919 * here.rank + state.step)
-    reporter.start(_start_info(config, model, train_set.report, len(val_pairs), state, here))
+    reporter.start(_start_info(config, model, epochs.report, len(val_pairs), state, here))
 
-    loop = Loop(run_dir, config, model, optimizer, tokenizer, train_set, val_pairs, here)
+    loop = Loop(run_dir, config, model, optimizer, tokenizer, epochs, val_pairs, here, guide)
     return loop.run(state, reporter, should_stop, start_time)
+
+
+def _epochs(run_dir: Path, config: TrainConfig, model_config: ModelConfig, folder, tokenizer, here: World):
+    """What every epoch trains on (its parts) and guided alignment's targets, if any: the stored
+    set in `folder`, or the stream (every process reads it)."""
+    if config.stream:
+        stream = Stream(config.corpus, "train", config.src, config.tgt)
+        return StreamedEpochs(stream, tokenizer, config, model_config.max_positions - 1), None
+    train_set = tokenized.load(folder)
+    kept = run_dir / KEPT if here.is_main else None  # rank 0 alone keeps the epoch's draw
+    workers = max(1, (os.cpu_count() or 1) // here.size)  # each process draws: they share the cores
+    return StoredEpochs(train_set, tokenizer, config, kept, workers), guide_of(config, train_set, tokenizer)
 
 
 def adamw(
@@ -101,6 +121,8 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
     set's folder. Corpus files are streamed, once for each of the two that needs them; a hub
     dataset is read once (its content is its identity) and handed to both."""
     ckpt.remove_stale_temporaries(run_dir)
+    if config.stream:
+        return _prepare_stream(run_dir, config, model_config)
     val_pairs = load_pairs(config.corpus, "val", config.src, config.tgt, data_dir)
     identity = corpus_identity(config.corpus, "train", config.src, config.tgt, data_dir)
     if identity is None:  # a hub dataset: known by its content
@@ -115,6 +137,28 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
             return stream_pairs(config.corpus, "train", config.src, config.tgt, data_dir)
 
     path = run_dir / ckpt.TOKENIZER
+    tokenizer = _tokenizer(path, config, train_pairs)
+    max_len = model_config.max_positions - 1
+    key = tokenized.cache_key(identity, path, max_len, MAX_RATIO)
+    folder = tokenized.build_if_missing(run_dir, key, train_pairs, path, max_len)
+    return str(folder), _saved_config(run_dir, config, model_config, tokenizer), val_pairs
+
+
+def _prepare_stream(run_dir: Path, config: TrainConfig, model_config: ModelConfig):
+    """`_prepare` for a streamed corpus: the validation split read whole, a tokenizer the run lacks
+    trained on the training stream's first sentences (it is read once), nothing stored."""
+    val_pairs = list(Stream(config.corpus, "val", config.src, config.tgt).pairs())
+
+    def train_pairs() -> Iterable[Pair]:
+        return first_pairs(config.corpus, config.src, config.tgt, config.tokenizer_sentences)
+
+    tokenizer = _tokenizer(run_dir / ckpt.TOKENIZER, config, train_pairs)
+    return None, _saved_config(run_dir, config, model_config, tokenizer), val_pairs
+
+
+def _tokenizer(path: Path, config: TrainConfig, train_pairs: Callable[[], Iterable[Pair]]):
+    """The run's tokenizer, trained on a sample of the training pairs (as `seq2seq tokenize` does)
+    or a fine-tuned run's start's, if the run has none."""
     if not path.is_file():
         if config.init_from is not None:  # a fine-tuned run's first start: the start's tokenizer
             finetune.copy_tokenizer(path, config.init_from, train_pairs())
@@ -123,19 +167,20 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
             train_tokenizer(
                 texts, path, config.vocab_size, sentences=config.tokenizer_sentences, seed=config.seed
             )
-    tokenizer = open_tokenizer(path)  # checks it (special ids) before it tokenizes anything
-    max_len = model_config.max_positions - 1
-    key = tokenized.cache_key(identity, path, max_len, MAX_RATIO)
-    folder = tokenized.build_if_missing(run_dir, key, train_pairs, path, max_len)
-    model_config = replace(model_config, vocab_size=tokenizer.target_vocab_size)  # the source's: as started
+    return open_tokenizer(path)  # checks it (special ids) before it tokenizes anything
+
+
+def _saved_config(run_dir: Path, config: TrainConfig, model_config: ModelConfig, tokenizer) -> ModelConfig:
+    """config.json written with the model sized to the tokenizer (the source's: as started)."""
+    model_config = replace(model_config, vocab_size=tokenizer.target_vocab_size)
     ckpt.save_config(run_dir, ckpt.config_sections(model_config, config, tokenizer))
-    return str(folder), model_config, val_pairs
+    return model_config
 
 
 def _start_info(config, model, report: FilterReport, n_val: int, state: TrainingState, here: World) -> dict:
     bf16 = " (bf16 autocast)" if use_bf16(here.device, config.bf16) else ""
     return {
-        "pairs": report.kept,
+        "pairs": None if config.stream else report.kept,  # a stream's: counted as it is read
         "dropped": report.dropped,
         "filtered": {"empty": report.empty, "too_long": report.too_long, "bad_ratio": report.bad_ratio},
         "max_len": report.max_len,

@@ -1,0 +1,212 @@
+"""A hub dataset trained as a stream (--stream): the same training as the stored corpus when one
+part holds it, an exact resume from the middle of a part, and one line for what it cannot train."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from seq2seq.data.streamed import Stream
+from seq2seq.errors import Seq2SeqError
+from seq2seq.training.config import TrainConfig
+from seq2seq.training.loop import Loop
+from seq2seq.training.resume import TrainingState
+from seq2seq.training.train import train
+from tests.cli_helpers import torchrun
+from tests.helpers import REVERSE_MODEL, assert_same_training_state, write_reversal_task
+from tests.test_train import Killed, kill_at, record_steps, trainer_state
+from tests.test_two_nodes import TRAIN as TWO_NODE_TRAIN
+from tests.test_two_nodes import weights
+
+MODEL = replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.1)  # dropout: the RNG resumes too
+
+
+def write_hub_folder(folder: Path, n_train: int = 400, n_val: int = 10, card: bool = False) -> str:
+    """The reversal task as a dataset folder the Hub's loader reads (data/<split>.jsonl rows of a
+    `translation` column), with a dataset card giving the split sizes if `card`."""
+    tsv = Path(write_reversal_task(folder / "tsv", n_train=n_train, n_val=n_val).format(split="x")).parent
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    for split, name in (("train", "train"), ("val", "validation")):
+        pairs = [line.split("\t") for line in (tsv / f"{split}.tsv").read_text().splitlines()]
+        rows = [json.dumps({"translation": {"src": s, "tgt": t}}) for s, t in pairs]
+        (folder / "data" / f"{name}.jsonl").write_text("\n".join(rows) + "\n")
+    if card:
+        splits = "".join(
+            f"  - name: {name}\n    num_examples: {n}\n"
+            for name, n in (("train", n_train), ("validation", n_val))
+        )
+        (folder / "README.md").write_text(f"---\ndataset_info:\n  splits:\n{splits}---\n")
+    return str(folder)
+
+
+def recipe(corpus: str, **changes) -> TrainConfig:
+    config = TrainConfig(
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, warmup=5, device="cpu",
+        bf16=False, cooldown=0.0,  # a rate that ignores the budget: the first invocation's is shorter
+        subword_alpha=0.3, weight_decay=0.05,
+    )  # fmt: skip
+    return replace(config, **changes)
+
+
+def test_a_stream_within_one_part_trains_as_the_same_corpus_stored(tmp_path):
+    """Cut, drawn and ordered as the stored set's epochs are: the very same weights, two epochs on."""
+    corpus = write_hub_folder(tmp_path / "hub")
+    stored = train(tmp_path / "stored", recipe(corpus, max_steps=14), MODEL)
+    streamed = train(tmp_path / "streamed", recipe(corpus, max_steps=14, stream=True), MODEL)
+    assert stored["step"] == streamed["step"] == 14 and stored["epoch"] == streamed["epoch"] >= 2
+    assert (tmp_path / "stored" / "tokenized").is_dir() and not (tmp_path / "streamed" / "tokenized").exists()
+    assert_same_training_state(tmp_path / "stored", tmp_path / "streamed")
+    assert stored["val_bleu"] == streamed["val_bleu"]
+
+
+def test_a_run_killed_mid_part_resumes_exactly(tmp_path, monkeypatch):
+    """Parts of 150 pairs (three an epoch): killed in the middle of the second, resumed by reading
+    that part again from its place in the stream; then across an epoch's end."""
+    corpus = write_hub_folder(tmp_path / "hub")
+    config = recipe(corpus, stream=True, stream_part=150)
+    train(tmp_path / "straight", replace(config, max_steps=16), MODEL)
+    steps = []
+    monkeypatch.setattr(Loop, "_train_step", record_steps(Loop._train_step, steps))
+    every_step = replace(config, max_steps=16, save_every_minutes=0)
+    with pytest.raises(Killed):
+        train(tmp_path / "killed", every_step, MODEL, None, None, kill_at(steps, 4))
+    state = trainer_state(tmp_path / "killed")
+    assert state["stream"]["part"] == 1 and state["stream"]["offset"] == 150 and state["batch"] > 0
+    monkeypatch.undo()
+    again = train(tmp_path / "killed", replace(config, max_steps=16), MODEL)
+    assert again["step"] == 16 and again["epoch"] >= 2
+    assert_same_training_state(tmp_path / "straight", tmp_path / "killed")
+    assert trainer_state(tmp_path / "killed")["stream_length"] == 400  # learned from the first epoch
+
+
+def test_a_dataset_changed_under_a_stopped_run_is_refused(tmp_path):
+    corpus = write_hub_folder(tmp_path / "hub")
+    config = recipe(corpus, stream=True, stream_part=150)
+    train(tmp_path / "run", replace(config, max_steps=3), MODEL)
+    assert trainer_state(tmp_path / "run")["stream"]["part"] == 1
+    train_file = tmp_path / "hub" / "data" / "train.jsonl"
+    rows = train_file.read_text().splitlines()
+    rows[160] = json.dumps({"translation": {"src": "1 2 3", "tgt": "3 2 1"}})  # in the second part
+    train_file.write_text("\n".join(rows) + "\n")
+    with pytest.raises(Seq2SeqError, match=r"\(part 2, after 150 pairs\) are not the ones it trained on"):
+        train(tmp_path / "run", replace(config, max_steps=6), MODEL)
+
+
+def test_the_validation_split_is_the_hubs_validation_and_a_card_gives_the_length(tmp_path):
+    corpus = write_hub_folder(tmp_path / "hub", n_train=30, n_val=7, card=True)
+    assert len(list(Stream(corpus, "val", "src", "tgt").pairs())) == 7
+    assert Stream(corpus, "train", "src", "tgt").length == 30
+    assert Stream(write_hub_folder(tmp_path / "bare", n_train=30), "train", "src", "tgt").length is None
+
+
+def test_an_epoch_budget_needs_the_streams_length(tmp_path):
+    """The cooldown is paced by the budget's share used: an epoch's share needs the length."""
+    bare = write_hub_folder(tmp_path / "bare", n_train=60)
+    with pytest.raises(
+        Seq2SeqError, match=r"the stream's length is not known.*give --max-steps or --max-minutes"
+    ):
+        train(tmp_path / "run", recipe(bare, stream=True, cooldown=1.0, epochs=1), MODEL)
+    carded = write_hub_folder(tmp_path / "card", n_train=60, card=True)
+    final = train(
+        tmp_path / "carded", recipe(carded, stream=True, cooldown=1.0, epochs=1, stream_part=25), MODEL
+    )
+    peak = TrainConfig.lr  # cooled down towards 0 over the one epoch's three parts, paced by pairs read
+    assert final["epoch"] == 1 and 0 < final["lr"] < 0.2 * peak
+
+
+def test_a_stream_without_the_languages_or_translations_is_one_line(tmp_path):
+    corpus = write_hub_folder(tmp_path / "hub", n_train=20)
+    with pytest.raises(Seq2SeqError, match=r"has no language 'de'; languages: src, tgt"):
+        next(Stream(corpus, "train", "src", "de").pairs())
+    (tmp_path / "hub" / "data" / "train.jsonl").write_text('{"text": "a"}\n')
+    with pytest.raises(Seq2SeqError, match=r"has no 'translation' column; columns: text"):
+        next(Stream(corpus, "train", "src", "tgt").pairs())
+    with pytest.raises(Seq2SeqError, match=r"has no split 'test'; splits: train, validation"):
+        Stream(corpus, "test", "src", "tgt")
+
+
+def test_a_saved_stream_place_that_is_not_ours_is_one_line(tmp_path):
+    where = tmp_path / "last.safetensors"
+    good = {"part": 1, "start": {"epoch": 0}, "offset": 150, "digest": "ab"}
+    assert TrainingState.from_json({"step": 3, "stream": good}, where).stream == good
+    for bad in ({**good, "part": -1}, {**good, "offset": "150"}, {"part": 1}, [1, 2], {**good, "extra": 1}):
+        with pytest.raises(
+            Seq2SeqError, match="the trainer state's stream place is not one this version writes"
+        ):
+            TrainingState.from_json({"step": 3, "stream": bad}, where)
+
+
+@pytest.mark.parametrize(
+    "options, said",
+    [
+        (["--corpus", "{data}/tsv/{{split}}.tsv"], "--stream reads a hub dataset"),
+        (["--guided-alignment", "links.txt"], "--guided-alignment names the lines of a stored corpus"),
+    ],
+)
+def test_what_a_stream_cannot_train_is_refused_before_anything_is_written(cli, tmp_path, options, said):
+    write_hub_folder(tmp_path / "hub", n_train=20)
+    hub = ["--corpus", str(tmp_path / "hub"), "--src", "src", "--tgt", "tgt"]
+    args = [*hub, *(o.format(data=tmp_path / "hub") for o in options)]
+    result = cli("train", "--stream", *args, "--max-steps", "1", "--run", tmp_path / "run")
+    assert result.code == 2 and said in result.err and "Traceback" not in result.err
+    assert not (tmp_path / "run").exists()
+
+
+def test_tokenize_learns_from_the_streams_first_sentences_as_train_does(cli, tmp_path):
+    corpus = write_hub_folder(tmp_path / "hub", n_train=900)
+    langs = ["--corpus", corpus, "--src", "src", "--tgt", "tgt", "--vocab-size", "24"]
+    sample = ["--tokenizer-sentences", "1000"]  # the first 500 pairs of 900
+    made = cli("tokenize", *langs, *sample, "--stream", "--run", tmp_path / "tokenized")
+    assert made.code == 0, made.err
+    trained = cli(
+        "train",
+        *langs,
+        *sample,
+        "--stream",
+        "--max-steps",
+        "1",
+        "--preset",
+        "tiny",
+        "--run",
+        tmp_path / "run",
+    )
+    assert trained.code == 0, trained.err
+    assert "training pairs streamed from" in trained.out and "100,000 a part" in trained.out
+    assert (tmp_path / "tokenized" / "tokenizer.model").read_bytes() == (
+        tmp_path / "run" / "tokenizer.model"
+    ).read_bytes()
+    whole = cli("tokenize", *langs, *sample, "--run", tmp_path / "whole")  # a uniform sample of all 900
+    assert (
+        whole.code == 0
+        and (tmp_path / "whole" / "tokenizer.model").read_bytes()
+        != (tmp_path / "run" / "tokenizer.model").read_bytes()
+    )
+    refused = cli(
+        "tokenize",
+        "--corpus",
+        str(tmp_path / "hub" / "tsv" / "{split}.tsv"),
+        "--stream",
+        "--run",
+        tmp_path / "t",
+    )
+    assert refused.code == 2 and "--stream reads a hub dataset" in refused.err
+
+
+def test_two_processes_on_a_stream_train_as_two_on_the_stored_corpus(tmp_path):
+    """Each process reads the whole stream and trains on its share of each step's batches."""
+    corpus = write_hub_folder(tmp_path / "hub", n_train=120)
+    args = [*TWO_NODE_TRAIN, "--corpus", corpus, "--src", "src", "--tgt", "tgt", "--vocab-size", "32"]
+    jobs = {
+        name: torchrun(*args, *extra, "--run", str(tmp_path / name), cwd=tmp_path)
+        for name, extra in (("stored", []), ("streamed", ["--stream"]))
+    }
+    for name, job in jobs.items():
+        out, err = job.communicate(timeout=240)
+        assert job.returncode == 0, err[-3000:]
+        assert " ".join(out.split()).count("x 2 processes (gloo)") == 1, name  # rank 0 alone reports
+    a, b = weights(tmp_path / "stored"), weights(tmp_path / "streamed")
+    assert a.keys() == b.keys()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=0, msg=name)
