@@ -21,10 +21,12 @@ from seq2seq.models.registry import build_model
 from seq2seq.models.transformer import Transformer
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
+from seq2seq.training.loop import Loop
 from seq2seq.training.train import train
 from tests.cli_helpers import run_process
 from tests.conftest import saved_step, write_multi30k
 from tests.helpers import REVERSE_MODEL, TRAIN, assert_same_training_state, write_reversal_task
+from tests.test_train import record_steps
 
 
 def start_training(data, run, max_steps=100000, *more):
@@ -123,7 +125,7 @@ def start_from_tokenizer(root, name):
 
 
 @pytest.mark.parametrize("where", ["mid-epoch", "just after a validation"])
-def test_a_stopped_then_resumed_run_is_the_uninterrupted_run(reversal, where):
+def test_a_stopped_then_resumed_run_is_the_uninterrupted_run(reversal, where, monkeypatch):
     """SIGTERM or Ctrl-C (the handler's flag), then the same command: the weights, the optimizer
     and every validation row equal the run that was never stopped (the stop validated nothing that
     could count toward patience or best weights, the averaged weights' row included, which a stop
@@ -132,9 +134,11 @@ def test_a_stopped_then_resumed_run_is_the_uninterrupted_run(reversal, where):
     straight = validations(root / "straight")
     per_epoch = straight[0][0]
     assert per_epoch >= 3 and len(straight) == 4  # 3 epochs, then the mean of their weights
-    run, asked = start_from_tokenizer(root, f"stopped {where}"), []
-    stop_at = per_epoch + 2 if where == "mid-epoch" else per_epoch  # the check before the next step
-    first = train(run, config, model, should_stop=lambda: asked.append(1) or len(asked) > stop_at)
+    run, steps = start_from_tokenizer(root, f"stopped {where}"), []
+    stop_at = per_epoch + 2 if where == "mid-epoch" else per_epoch  # asked before the next step
+    with monkeypatch.context() as patched:
+        patched.setattr(Loop, "_train_step", record_steps(Loop._train_step, steps))
+        first = train(run, config, model, should_stop=lambda: len(steps) >= stop_at)
     assert first == {"step": stop_at, "stop": "interrupted"}
     assert validations(run) == straight[:1]  # the stop itself validated nothing
     second = train(run, config, model)

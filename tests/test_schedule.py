@@ -10,6 +10,7 @@ import torch
 
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.training import loop as loop_module
+from seq2seq.training import validation as validation_module
 from seq2seq.training.checkpoint import read_metrics
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.loop import Loop
@@ -130,8 +131,9 @@ def test_a_time_budgets_progress_never_goes_back_and_ends_near_one(tmp_path, mon
     clock = SimpleNamespace(now=0.0)
     fake_time = SimpleNamespace(monotonic=lambda: clock.now, perf_counter=lambda: clock.now)
     monkeypatch.setattr(loop_module, "time", fake_time)
+    monkeypatch.setattr(validation_module, "time", fake_time)
     monkeypatch.setattr(importlib.import_module("seq2seq.training.train"), "time", fake_time)
-    step, evaluate, seen = Loop._train_step, loop_module.evaluate, []
+    step, evaluate, seen = Loop._train_step, validation_module.evaluate, []
 
     def timed_step(self, batch, number, weight, progress):
         clock.now += 1.0
@@ -143,7 +145,7 @@ def test_a_time_budgets_progress_never_goes_back_and_ends_near_one(tmp_path, mon
         return evaluate(model, tokenizer, pairs, options)
 
     monkeypatch.setattr(Loop, "_train_step", timed_step)
-    monkeypatch.setattr(loop_module, "evaluate", timed_evaluate)
+    monkeypatch.setattr(validation_module, "evaluate", timed_evaluate)
     corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)  # 6 steps an epoch
     config = TrainConfig(
         corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, average=0, device="cpu"
@@ -161,13 +163,14 @@ def test_the_first_validation_estimate_scales_by_batches_after_a_warm_up(monkeyp
     sentences from a small sample, that was 60 s and more: a short budget on a GPU ran no step)."""
     clock = SimpleNamespace(now=0.0)
     monkeypatch.setattr(loop_module, "time", SimpleNamespace(perf_counter=lambda: clock.now))
+    monkeypatch.setattr(validation_module, "time", SimpleNamespace(perf_counter=lambda: clock.now))
     sizes = []
 
     def timed_evaluate(model, tokenizer, pairs, options):
         clock.now += 1.0 + (60.0 if not sizes else 0.0)
         sizes.append(len(pairs))
 
-    monkeypatch.setattr(loop_module, "evaluate", timed_evaluate)
+    monkeypatch.setattr(validation_module, "evaluate", timed_evaluate)
     loop = SimpleNamespace(
         val_pairs=[("a", "b")] * 130,
         val_options=DecodeOptions(beam=1, batch_size=64),
@@ -193,6 +196,7 @@ def test_a_run_stopped_mid_time_budget_resumes_its_rate_where_it_stopped(tmp_pat
     clock = SimpleNamespace(now=0.0)
     fake_time = SimpleNamespace(monotonic=lambda: clock.now, perf_counter=lambda: clock.now)
     monkeypatch.setattr(loop_module, "time", fake_time)
+    monkeypatch.setattr(validation_module, "time", fake_time)
     monkeypatch.setattr(importlib.import_module("seq2seq.training.train"), "time", fake_time)
     seen, step = [], Loop._train_step  # the budget's share each step trained at
 

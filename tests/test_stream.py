@@ -23,15 +23,21 @@ from tests.test_two_nodes import weights
 MODEL = replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.1)  # dropout: the RNG resumes too
 
 
-def write_hub_folder(folder: Path, n_train: int = 400, n_val: int = 10, card: bool = False) -> str:
-    """The reversal task as a dataset folder the Hub's loader reads (data/<split>.jsonl rows of a
-    `translation` column), with a dataset card giving the split sizes if `card`."""
+def write_hub_folder(
+    folder: Path, n_train: int = 400, n_val: int = 10, card: bool = False, shards: int = 1
+) -> str:
+    """The reversal task as a dataset folder the Hub's loader reads (data/<split>-<i>-of-<n>.jsonl
+    rows of a `translation` column, the training split in `shards` files), with a dataset card
+    giving the split sizes if `card`."""
     tsv = Path(write_reversal_task(folder / "tsv", n_train=n_train, n_val=n_val).format(split="x")).parent
     (folder / "data").mkdir(parents=True, exist_ok=True)
-    for split, name in (("train", "train"), ("val", "validation")):
+    for split, name, files in (("train", "train", shards), ("val", "validation", 1)):
         pairs = [line.split("\t") for line in (tsv / f"{split}.tsv").read_text().splitlines()]
         rows = [json.dumps({"translation": {"src": s, "tgt": t}}) for s, t in pairs]
-        (folder / "data" / f"{name}.jsonl").write_text("\n".join(rows) + "\n")
+        size = -(-len(rows) // files)
+        for i in range(files):
+            shard = folder / "data" / f"{name}-{i:05d}-of-{files:05d}.jsonl"
+            shard.write_text("".join(row + "\n" for row in rows[i * size : (i + 1) * size]))
     if card:
         splits = "".join(
             f"  - name: {name}\n    num_examples: {n}\n"
@@ -61,19 +67,22 @@ def test_a_stream_within_one_part_trains_as_the_same_corpus_stored(tmp_path):
     assert stored["val_bleu"] == streamed["val_bleu"]
 
 
-def test_a_run_killed_mid_part_resumes_exactly(tmp_path, monkeypatch):
-    """Parts of 150 pairs (three an epoch): killed in the middle of the second, resumed by reading
-    that part again from its place in the stream; then across an epoch's end."""
-    corpus = write_hub_folder(tmp_path / "hub")
+@pytest.mark.parametrize("killed_at, part", [(4, 1), (6, 1), (7, 2)])
+def test_a_run_killed_mid_part_resumes_exactly(tmp_path, monkeypatch, killed_at, part):
+    """Parts of 150 pairs (three an epoch; the training split in two files of 200): killed in the
+    second part (which crosses the files' boundary), at its end, or in the third (which begins in
+    the second file), resumed by reading that part again from its place in the stream; then
+    across an epoch's end."""
+    corpus = write_hub_folder(tmp_path / "hub", shards=2)
     config = recipe(corpus, stream=True, stream_part=150)
     train(tmp_path / "straight", replace(config, max_steps=16), MODEL)
     steps = []
     monkeypatch.setattr(Loop, "_train_step", record_steps(Loop._train_step, steps))
     every_step = replace(config, max_steps=16, save_every_minutes=0)
     with pytest.raises(Killed):
-        train(tmp_path / "killed", every_step, MODEL, None, None, kill_at(steps, 4))
+        train(tmp_path / "killed", every_step, MODEL, None, None, kill_at(steps, killed_at))
     state = trainer_state(tmp_path / "killed")
-    assert state["stream"]["part"] == 1 and state["stream"]["offset"] == 150 and state["batch"] > 0
+    assert state["stream"]["part"] == part and state["stream"]["offset"] == 150 * part and state["batch"] > 0
     monkeypatch.undo()
     again = train(tmp_path / "killed", replace(config, max_steps=16), MODEL)
     assert again["step"] == 16 and again["epoch"] >= 2
@@ -81,17 +90,56 @@ def test_a_run_killed_mid_part_resumes_exactly(tmp_path, monkeypatch):
     assert trainer_state(tmp_path / "killed")["stream_length"] == 400  # learned from the first epoch
 
 
-def test_a_dataset_changed_under_a_stopped_run_is_refused(tmp_path):
+@pytest.mark.parametrize("change", ["a row edited", "rows cut off"])
+def test_a_dataset_changed_under_a_stopped_run_is_refused(tmp_path, change):
     corpus = write_hub_folder(tmp_path / "hub")
     config = recipe(corpus, stream=True, stream_part=150)
-    train(tmp_path / "run", replace(config, max_steps=3), MODEL)
+    train(tmp_path / "run", replace(config, max_steps=4), MODEL)
     assert trainer_state(tmp_path / "run")["stream"]["part"] == 1
-    train_file = tmp_path / "hub" / "data" / "train.jsonl"
+    train_file = tmp_path / "hub" / "data" / "train-00000-of-00001.jsonl"
     rows = train_file.read_text().splitlines()
-    rows[160] = json.dumps({"translation": {"src": "1 2 3", "tgt": "3 2 1"}})  # in the second part
+    if change == "a row edited":
+        rows[160] = json.dumps({"translation": {"src": "1 2 3", "tgt": "3 2 1"}})  # in the second part
+    else:
+        rows = rows[:120]  # the stream now ends before the place the run stopped at
     train_file.write_text("\n".join(rows) + "\n")
     with pytest.raises(Seq2SeqError, match=r"\(part 2, after 150 pairs\) are not the ones it trained on"):
         train(tmp_path / "run", replace(config, max_steps=6), MODEL)
+
+
+def test_a_finished_run_run_again_reads_no_part(tmp_path, monkeypatch):
+    """The stop rules are asked before a part is read: nothing to train, nothing read."""
+    corpus = write_hub_folder(tmp_path / "hub", n_train=100)
+    config = recipe(corpus, stream=True, stream_part=40, max_steps=3)
+    train(tmp_path / "run", config, MODEL)
+    read = []
+    parts = Stream.parts
+    monkeypatch.setattr(
+        Stream, "parts", lambda self, *args: (read.append(p) or p for p in parts(self, *args))
+    )
+    again = train(tmp_path / "run", config, MODEL)
+    assert again["stop"] == "max steps" and again["step"] == 3 and read == []
+
+
+def test_a_saved_position_of_another_layout_is_one_line(tmp_path):
+    stream = Stream(write_hub_folder(tmp_path / "hub", n_train=20), "train", "src", "tgt")
+    with pytest.raises(Seq2SeqError, match="the saved stream position is not one of this dataset"):
+        next(stream.pairs({"examples_iterable": {"shard_idx": 0}, "epoch": 0}, 10))
+
+
+def test_a_first_part_that_keeps_nothing_is_one_line(tmp_path):
+    corpus = write_hub_folder(tmp_path / "hub", n_train=60)
+    short = replace(MODEL, max_positions=3)  # every pair has more than 2 pieces on a side
+    with pytest.raises(Seq2SeqError, match="every one of the first 60 training pairs was filtered out"):
+        train(tmp_path / "run", recipe(corpus, stream=True, max_steps=2), short)
+
+
+def test_an_empty_validation_split_is_refused_before_training(tmp_path):
+    corpus = write_hub_folder(tmp_path / "hub", n_train=60)
+    (tmp_path / "hub" / "data" / "validation-00000-of-00001.jsonl").write_text("")
+    with pytest.raises(Seq2SeqError, match=r"\(validation\) is empty"):
+        train(tmp_path / "run", recipe(corpus, stream=True, max_steps=2), MODEL)
+    assert not (tmp_path / "run" / "tokenizer.model").exists()
 
 
 def test_the_validation_split_is_the_hubs_validation_and_a_card_gives_the_length(tmp_path):
@@ -101,13 +149,18 @@ def test_the_validation_split_is_the_hubs_validation_and_a_card_gives_the_length
     assert Stream(write_hub_folder(tmp_path / "bare", n_train=30), "train", "src", "tgt").length is None
 
 
-def test_an_epoch_budget_needs_the_streams_length(tmp_path):
-    """The cooldown is paced by the budget's share used: an epoch's share needs the length."""
+def test_an_epoch_budget_needs_the_streams_length(tmp_path, cli):
+    """The cooldown is paced by the budget's share used: an epoch's share needs the length, and a
+    plain `train --stream` (10 epochs) of a dataset without a count is refused before the tokenizer."""
     bare = write_hub_folder(tmp_path / "bare", n_train=60)
-    with pytest.raises(
-        Seq2SeqError, match=r"the stream's length is not known.*give --max-steps or --max-minutes"
-    ):
-        train(tmp_path / "run", recipe(bare, stream=True, cooldown=1.0, epochs=1), MODEL)
+    hub = ["--corpus", bare, "--src", "src", "--tgt", "tgt", "--stream", "--preset", "tiny"]
+    result = cli("train", *hub, "--run", tmp_path / "run")
+    assert result.code == 2 and "the stream's length is not known" in result.err
+    assert "give --max-steps or --max-minutes" in result.err and "Traceback" not in result.err
+    assert (
+        not (tmp_path / "run" / "tokenizer.model").exists()
+        and not (tmp_path / "run" / "config.json").exists()
+    )
     carded = write_hub_folder(tmp_path / "card", n_train=60, card=True)
     final = train(
         tmp_path / "carded", recipe(carded, stream=True, cooldown=1.0, epochs=1, stream_part=25), MODEL
@@ -120,7 +173,7 @@ def test_a_stream_without_the_languages_or_translations_is_one_line(tmp_path):
     corpus = write_hub_folder(tmp_path / "hub", n_train=20)
     with pytest.raises(Seq2SeqError, match=r"has no language 'de'; languages: src, tgt"):
         next(Stream(corpus, "train", "src", "de").pairs())
-    (tmp_path / "hub" / "data" / "train.jsonl").write_text('{"text": "a"}\n')
+    (tmp_path / "hub" / "data" / "train-00000-of-00001.jsonl").write_text('{"text": "a"}\n')
     with pytest.raises(Seq2SeqError, match=r"has no 'translation' column; columns: text"):
         next(Stream(corpus, "train", "src", "tgt").pairs())
     with pytest.raises(Seq2SeqError, match=r"has no split 'test'; splits: train, validation"):
@@ -130,8 +183,18 @@ def test_a_stream_without_the_languages_or_translations_is_one_line(tmp_path):
 def test_a_saved_stream_place_that_is_not_ours_is_one_line(tmp_path):
     where = tmp_path / "last.safetensors"
     good = {"part": 1, "start": {"epoch": 0}, "offset": 150, "digest": "ab"}
-    assert TrainingState.from_json({"step": 3, "stream": good}, where).stream == good
-    for bad in ({**good, "part": -1}, {**good, "offset": "150"}, {"part": 1}, [1, 2], {**good, "extra": 1}):
+    first = {"part": 0, "start": None, "offset": 0, "digest": "ab"}
+    for place in (good, first):
+        assert TrainingState.from_json({"step": 3, "stream": place}, where).stream == place
+    odd = ({**good, "start": None}, {**first, "offset": 3}, {**first, "start": {"epoch": 0}})
+    for bad in (
+        {**good, "part": -1},
+        {**good, "offset": "150"},
+        {"part": 1},
+        [1, 2],
+        {**good, "extra": 1},
+        *odd,
+    ):
         with pytest.raises(
             Seq2SeqError, match="the trainer state's stream place is not one this version writes"
         ):

@@ -8,6 +8,7 @@ import torch
 
 from seq2seq.models.rnn import RNNConfig
 from seq2seq.training import loop as loop_module
+from seq2seq.training import validation as validation_module
 from seq2seq.training.checkpoint import BEST, CURVES, LAST, read_metadata, read_metrics
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.loop import Loop
@@ -154,8 +155,9 @@ def test_a_time_budget_pays_for_the_final_validation_from_the_first_run_on(tmp_p
     clock = SimpleNamespace(now=0.0)
     fake_time = SimpleNamespace(monotonic=lambda: clock.now, perf_counter=lambda: clock.now)
     monkeypatch.setattr(loop_module, "time", fake_time)
+    monkeypatch.setattr(validation_module, "time", fake_time)
     monkeypatch.setattr(importlib.import_module("seq2seq.training.train"), "time", fake_time)
-    step, evaluate = Loop._train_step, loop_module.evaluate
+    step, evaluate = Loop._train_step, validation_module.evaluate
 
     def timed_step(self, batch, number, weight, progress):
         clock.now += 1.0
@@ -166,7 +168,7 @@ def test_a_time_budget_pays_for_the_final_validation_from_the_first_run_on(tmp_p
         return evaluate(model, tokenizer, pairs, options)
 
     monkeypatch.setattr(Loop, "_train_step", timed_step)
-    monkeypatch.setattr(loop_module, "evaluate", timed_evaluate)
+    monkeypatch.setattr(validation_module, "evaluate", timed_evaluate)
     corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)  # 6 steps an epoch
     config = TrainConfig(
         corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, max_minutes=8 / 60, device="cpu"

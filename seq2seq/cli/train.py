@@ -118,6 +118,10 @@ def train(
         raise typer.BadParameter(str(e)) from None
     run = run_dir(run, config.corpus, config.src, config.tgt)
     typed = typed_options(ctx)
+    if "stream_part" in typed and not config.stream:
+        raise typer.BadParameter(
+            "a part is what --stream reads at a time; give --stream", param_hint="--stream-part"
+        )
     shaped = [
         name for name in ("preset", "arch", "dropout", "vocab_size", *ARCHITECTURE_OPTIONS) if name in typed
     ]

@@ -11,7 +11,7 @@ the digest differs (the dataset changed upstream), and skips the batches already
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -20,6 +20,7 @@ import numpy as np
 from seq2seq.data.batch import batching_lengths
 from seq2seq.data.corpus import KEEP, MAX_RATIO, FilterReport, Pair, pair_verdict
 from seq2seq.data.hf_datasets import check_languages, hub_split, import_datasets, row_pair
+from seq2seq.data.sampling import CHUNK
 from seq2seq.errors import Seq2SeqError, first_line
 
 
@@ -35,6 +36,7 @@ class Part:
     src_ids: list[list[int]] = field(repr=False)
     tgt_ids: list[list[int]] = field(repr=False)
     report: FilterReport = field(default_factory=FilterReport)
+    last: bool = False  # the stream ends after it
 
     @property
     def lengths(self) -> np.ndarray:
@@ -47,7 +49,7 @@ class Part:
             np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)) for ids in (self.src_ids, self.tgt_ids)
         )
 
-    def rows(self, indices) -> tuple[list[list[int]], list[list[int]]]:
+    def rows(self, indices: Iterable[int]) -> tuple[list[list[int]], list[list[int]]]:
         return [self.src_ids[i] for i in indices], [self.tgt_ids[i] for i in indices]
 
 
@@ -71,11 +73,10 @@ class Stream:
         """The pairs from `start` (a `position()`; None: the first), row `offset` + 1 onwards."""
         dataset = self.dataset
         if start is not None:
+            if not same_shape(start, self.dataset.state_dict()):  # loaded lazily: checked here
+                raise Seq2SeqError(f"{self.where}: the saved stream position is not one of this dataset")
             dataset = self.dataset.shard(1, 0)  # a copy, so the position moves only on it
-            try:
-                dataset.load_state_dict(start)
-            except Exception as e:  # a position of another dataset or version
-                raise Seq2SeqError(f"{self.where}: cannot resume the stream ({first_line(e)})") from None
+            dataset.load_state_dict(start)
         self._iterated = dataset
         for number, row in enumerate(self._rows(dataset), start=offset + 1):
             if not isinstance(row, dict) or "translation" not in row:
@@ -85,7 +86,7 @@ class Stream:
                 check_languages(row["translation"], self.where, self.src, self.tgt)
             yield row_pair(row["translation"], number, self.where, self.src, self.tgt)
 
-    def _rows(self, dataset) -> Iterator[dict]:
+    def _rows(self, dataset: Iterable) -> Iterator[dict]:
         try:
             yield from dataset
         except Seq2SeqError:
@@ -108,11 +109,17 @@ class Stream:
         """The epoch's parts from part `number`, which begins at `start` after `offset` pairs;
         `encode(pairs, number)` tokenizes and filters a part's pairs."""
         pairs = self.pairs(start, offset)
-        while chunk := list(islice(pairs, size)):
-            following = self.position()  # before the part is handed on: nothing reads meanwhile
+        chunk = list(islice(pairs, size))
+        while chunk:
+            following = self.position()  # before the next row is peeked at: where the next part begins
+            ahead = list(islice(pairs, 1))  # whether this part is the last
             src_ids, tgt_ids, report = encode(chunk, number)
-            yield Part(number, start, offset, len(chunk), digest(chunk), src_ids, tgt_ids, report)
-            number, start, offset = number + 1, following, offset + len(chunk)
+            read, hashed = len(chunk), digest(chunk)
+            del chunk  # the texts, before the next part's are read
+            yield Part(number, start, offset, read, hashed, src_ids, tgt_ids, report, last=not ahead)
+            del src_ids, tgt_ids
+            number, start, offset = number + 1, following, offset + read
+            chunk = ahead + list(islice(pairs, size - 1)) if ahead else []
 
 
 def first_pairs(corpus: str, src: str, tgt: str, sentences: int) -> Iterator[Pair]:
@@ -141,12 +148,27 @@ def encoder(
             if verdict == KEEP:
                 kept.append(i)
         if alpha > 0:
-            src = tokenizer.sample([src_texts[i] for i in kept], alpha, draw(number), "source")
+            texts = [src_texts[i] for i in kept]
+            src = []
+            for chunk, start in enumerate(range(0, len(texts), CHUNK)):
+                src += tokenizer.sample(texts[start : start + CHUNK], alpha, draw(number, chunk), "source")
         else:
             src = [src[i] for i in kept]
         return src, [tgt[i] for i in kept], report
 
     return encode
+
+
+def same_shape(saved: object, fresh: object) -> bool:
+    """Whether a saved stream position has the layout of this dataset's (`state_dict`): the same
+    keys, iterable types and kinds of values (a part not yet begun holds None where one is)."""
+    if isinstance(saved, dict) and isinstance(fresh, dict):
+        if set(saved) != set(fresh):
+            return False
+        return all(saved[k] == fresh[k] if k == "type" else same_shape(saved[k], fresh[k]) for k in fresh)
+    if saved is None or fresh is None:
+        return True
+    return type(saved) is type(fresh)
 
 
 def digest(pairs: list[Pair]) -> str:

@@ -6,10 +6,12 @@ every data-parallel process cut the same ones."""
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 from seq2seq.data.batch import token_batches
+from seq2seq.data.corpus import FilterReport
 from seq2seq.data.sampling import SampledPairs
 from seq2seq.data.tokenized import TokenizedPairs
 from seq2seq.data.tokenizer import Tokenizer
@@ -21,14 +23,26 @@ class EpochPart:
     """Batches of one part of an epoch, where their rows are read, and the part's place in it."""
 
     batches: list[np.ndarray]  # each (B,) indices into the part's pairs
-    rows: Callable  # indices -> (source ids, target ids)
+    rows: Callable[[np.ndarray], tuple[list[list[int]], list[list[int]]]]  # source and target ids
     before: float = 0.0  # the share of the epoch before the part (0 where the epoch's size is unknown)
     share: float = 1.0  # the part's own share of it
-    lines: Callable | None = None  # indices -> each pair's line in the corpus (a stored set's)
+    lines: Callable[[np.ndarray], list[int]] | None = None  # each pair's line in the corpus (stored)
+    paced: bool = True  # whether the shares are known (a stream's length may not be)
+    last: bool = True  # the epoch ends with it
 
     def done(self, batch: int) -> float:
         """The share of the epoch trained once `batch` of the part's batches are."""
         return self.before + self.share * batch / max(len(self.batches), 1)
+
+
+class Epochs(Protocol):
+    """What the loop walks: an epoch's parts from where the state stands."""
+
+    report: FilterReport
+
+    def parts(self, state) -> Iterator[EpochPart]: ...
+    def batches_known(self, part: EpochPart) -> int | None: ...
+    def ended(self, state) -> None: ...
 
 
 class StoredEpochs:

@@ -3,37 +3,43 @@
 import time
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import count
 
-import torch
-
-from seq2seq.data.batch import Batch, collate, pair_lengths, token_batches
+from seq2seq.data.batch import Batch, collate
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.device import autocast
 from seq2seq.errors import Seq2SeqError
-from seq2seq.evaluate import evaluate
-from seq2seq.training import averaging
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, rank_batch
-from seq2seq.training.epoch import EpochPart
+from seq2seq.training.epoch import EpochPart, Epochs
 from seq2seq.training.reporter import Reporter
 from seq2seq.training.resume import TrainingState
 from seq2seq.training.schedule import budget_progress, dropout_at, lr_schedule
-from seq2seq.training.step import NonFiniteLoss, TrainStep, data_parallel, summed_loss
-from seq2seq.views import plots
+from seq2seq.training.step import NonFiniteLoss, TrainStep, data_parallel
+from seq2seq.training.validation import Validation
 
 # Why a loop stops, by precedence: when processes differ (one was interrupted, another ran out of
 # time) the highest wins on all of them, so "interrupted" (save, validate nothing) overrides the rest.
 STOPS = (None, "max minutes", "early stop", "max steps", "interrupted")
 
 
-class Loop:
+class Loop(Validation):
     """The epoch/step loop with its validation and checkpoint points. Under torchrun every process
     runs it on its share of each step's batches; rank 0 alone validates, saves and reports, and
     the others take the outcome from it (World.from_main)."""
 
     def __init__(
-        self, run_dir, config, model, optimizer, tokenizer, epochs, val_pairs, world: World, guide=None
+        self,
+        run_dir,
+        config,
+        model,
+        optimizer,
+        tokenizer,
+        epochs: Epochs,
+        val_pairs,
+        world: World,
+        guide=None,
     ):
         """`epochs`: what each epoch trains on (training/epoch.py, training/streaming.py); `guide`:
         guided alignment's targets, if the run has them."""
@@ -61,13 +67,7 @@ class Loop:
         self._set_dropout(state.epoch)  # for a resumed run's row before its first step, which sets it exactly
         stop = None
         while stop is None and (cfg.epochs is None or state.epoch < cfg.epochs):
-            for number, part in enumerate(self.epochs.parts(state)):
-                if number == 0:
-                    known = self.epochs.batches_known(part)
-                    reporter.epoch(state.epoch, known and self._steps(known), self._steps(state.batch))
-                stop = self._train_part(state, part, tally, reporter, should_stop, start_time)
-                if stop:
-                    break
+            stop = self._walk_epoch(state, tally, reporter, should_stop, start_time)
             if stop is None:
                 self.epochs.ended(state)
                 state.epoch, state.batch = state.epoch + 1, 0
@@ -91,19 +91,39 @@ class Loop:
                 row = averaged if averaged["best"] else row
         return {**(row or {"step": state.step}), "stop": stop or "epochs"}
 
+    def _walk_epoch(self, state, tally: "Tally", reporter, should_stop, start_time) -> str | None:
+        """Train on the epoch's parts from where the state stands; why it stopped before their end,
+        if it did. The stop rules are asked before a part is read too: a finished run reads none,
+        and a stop does not wait for one."""
+        parts = self.epochs.parts(state)
+        for number in count():
+            stop, _ = self._stop_reason(state, start_time, tally.to_pay(self.averaging), should_stop, None)
+            part = None if stop else next(parts, None)
+            if part is None:
+                return stop
+            if number == 0:
+                known = self.epochs.batches_known(part)
+                reporter.epoch(state.epoch, known and self._steps(known), self._steps(state.batch))
+            stop = self._train_part(state, part, tally, reporter, should_stop, start_time)
+            if stop or part.last:
+                return stop
+        return None
+
     def _train_part(
         self, state, part: EpochPart, tally: "Tally", reporter, should_stop, start_time
     ) -> str | None:
         """Train on the part's batches from `state.batch`; why it stopped before their end, if it did."""
         cfg, batches = self.config, part.batches
         while state.batch < len(batches):
-            to_pay = tally.step_seconds + tally.validation_seconds * (2 if self.averaging else 1)
-            epochs_done = state.epoch + part.done(state.batch)
-            stop, progress = self._stop_reason(state, start_time, to_pay, should_stop, epochs_done)
+            done = part.done(state.batch)
+            epochs_done = state.epoch + done if part.paced else None  # None: not known
+            stop, progress = self._stop_reason(
+                state, start_time, tally.to_pay(self.averaging), should_stop, epochs_done
+            )
             if stop:
                 return stop
             tick = time.perf_counter()
-            self._set_dropout(epochs_done)
+            self._set_dropout(state.epoch + (done if part.paced else 0.0))
             index, weight = rank_batch(batches, state.batch, self.world)
             batch = self._batch(batches[index], part.rows, part.lines)
             loss, n_tokens = self._train_step(batch, state.step + 1, weight, progress)
@@ -129,27 +149,8 @@ class Loop:
         """Steps that train on `n_batches` of an epoch: one batch per process each."""
         return -(-n_batches // self.world.size)
 
-    def _validation_estimate(self, state: TrainingState) -> float:
-        """What the final validation will cost, so a time budget leaves room for it: the last one
-        measured (kept in the training state), or before any, one batch of validation sentences
-        decoded and scaled by the number of batches (an untrained model decodes to the length
-        limit: this errs long). By batches, not sentences: on a GPU a batch costs about the same
-        whatever its size, and the first call sets up kernels, so it is warmed up untimed."""
-        if state.validation_seconds:
-            return state.validation_seconds
-        # none on ranks other than 0: they leave the time to rank 0
-        sample = self.val_pairs[: self.val_options.batch_size]
-        if not sample:
-            return 0.0
-        self.model.eval()
-        evaluate(self.model, self.tokenizer, sample[:1], self.val_options)
-        tick = time.perf_counter()
-        evaluate(self.model, self.tokenizer, sample, self.val_options)
-        batches = -(-len(self.val_pairs) // len(sample))
-        return (time.perf_counter() - tick) * batches
-
     def _stop_reason(
-        self, state, start_time, still_to_pay: float, should_stop, epochs_done: float
+        self, state, start_time, still_to_pay: float, should_stop, epochs_done: float | None
     ) -> tuple[str | None, float]:
         """Why to stop before the next step, if at all, and how much of the budget is used (for
         the cooldown), agreed by every process; the time budget must also cover that step and the
@@ -199,83 +200,6 @@ class Loop:
                 f"the last good checkpoint in {self.run_dir} is kept (try a lower --lr)"
             ) from None
 
-    @torch.no_grad()
-    def val_loss(self) -> float:
-        """Mean per-token cross-entropy on the validation set (no label smoothing)."""
-        self.model.eval()
-        src, tgt = self.val_src, self.val_tgt
-        total, count = 0.0, 0
-        rows = lambda indices: ([src[i] for i in indices], [tgt[i] for i in indices])  # noqa: E731
-        for indices in token_batches(pair_lengths(src, tgt), self.config.max_tokens, seed=0, epoch=0):
-            batch = self._batch(indices, rows)
-            with self.autocast:
-                total += summed_loss(self.model, batch, label_smoothing=0.0).item()
-            count += batch.n_tokens
-        return total / max(count, 1)
-
-    def _validate(self, state: TrainingState, losses: list[float], tokens_per_s: float, start_time) -> dict:
-        """Score the model (a resumed run may validate steps trained before it started: then
-        `losses` is empty), keep it if best, record the row and save the state."""
-        tick = time.perf_counter()
-        row = self._scored(state, start_time)
-        state.bad_validations = 0 if row["best"] else state.bad_validations + 1
-        row |= {
-            "train_loss": sum(losses) / len(losses) if losses else None,
-            "tokens_per_s": tokens_per_s,
-        }
-        state.validated_step, state.validation_seconds = state.step, time.perf_counter() - tick
-        ckpt.append_metrics(self.run_dir, row)  # first: the state saved next marks this step validated
-        self.save(state)
-        if self.averaging:
-            averaging.save_snapshot(self.run_dir, self.model, state.step, keep=self.config.average)
-        self._draw_curves()
-        return row
-
-    def _validate_average(self, state: TrainingState, start_time: float) -> dict | None:
-        """Score the mean of the last snapshots' weights like any checkpoint (best if it beats the
-        best), then put the trained weights back; the row says how many were averaged."""
-        paths = averaging.snapshot_paths(self.run_dir)[-self.config.average :]
-        if len(paths) < 2:
-            return None
-        trained = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-        self.model.load_state_dict(averaging.averaged_state(paths, self.model))
-        try:
-            row = self._scored(state, start_time) | {"train_loss": None, "tokens_per_s": None}
-        finally:
-            self.model.load_state_dict(trained)
-        row["averaged"] = len(paths)
-        ckpt.append_metrics(self.run_dir, row)
-        self.save(state)  # the best score it may have raised
-        self._draw_curves()
-        return row
-
-    def _scored(self, state: TrainingState, start_time: float) -> dict:
-        """Validation loss and greedy BLEU of the model as it is now; the weights become the run's
-        best if the BLEU beats the best so far."""
-        val_loss = self.val_loss()
-        result = evaluate(self.model, self.tokenizer, self.val_pairs, self.val_options)
-        bleu = result.scores.bleu
-        improved = bleu > state.best_bleu
-        if improved:
-            state.best_bleu = bleu
-            ckpt.save_weights(self.model, self.run_dir / ckpt.BEST, val_bleu=bleu)
-        return {
-            "step": state.step,
-            "epoch": state.epoch,  # epochs completed
-            "batch": state.batch,  # batches into the next one (non-zero when stopped mid-epoch)
-            "val_loss": val_loss,
-            "val_bleu": bleu,
-            "val_chrf": result.scores.chrf,
-            "best": improved,
-            "lr": self.optimizer.param_groups[0]["lr"],
-            "dropout": self.dropout,
-            "elapsed_s": time.monotonic() - start_time,
-        }
-
-    def _draw_curves(self) -> None:
-        if plots.available():
-            plots.learning_curves(ckpt.read_metrics(self.run_dir), self.run_dir / ckpt.CURVES)
-
     def save(self, state: TrainingState) -> None:
         """The training state to resume from at exactly the next batch (rank 0 writes it)."""
         state.progress = self.progress
@@ -293,6 +217,10 @@ class Tally:
     step_seconds: float = 0.0  # the last step's
     validation_seconds: float = 0.0  # the last validation's, or an estimate of the first
     saved: float = field(default_factory=time.monotonic)  # when the state was last saved
+
+    def to_pay(self, averaging: bool) -> float:
+        """What the next step and the final validation(s) will cost, for the time budget."""
+        return self.step_seconds + self.validation_seconds * (2 if averaging else 1)
 
 
 def out_of_patience(cfg: TrainConfig, state: TrainingState) -> bool:

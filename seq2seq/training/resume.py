@@ -12,11 +12,14 @@ from seq2seq.fields import check, from_json
 from seq2seq.models.registry import ARCHITECTURE_OPTIONS, ARCHITECTURES, ModelConfig
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.config import ADDED, LIMITS, OLDER_RECIPES, REMOVED, REMOVED_SINCE, TrainConfig
-from seq2seq.training.streaming import check_place
 
 # `seq2seq train` options that describe the model: a resumed run keeps the one it has. The preset
 # comes last, so that a refusal names the shape option that differs rather than the preset under it.
 MODEL_OPTIONS = ("arch", "dropout", *ARCHITECTURE_OPTIONS, "preset")
+
+
+# the state's `stream` (training/streaming.py): the place of the part a streamed run trains on
+PLACE = {"part": int, "start": (dict, type(None)), "offset": int, "digest": str}
 
 
 @dataclass
@@ -59,6 +62,19 @@ class TrainingState:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def check_place(value: object, where: Path) -> None:
+    """A saved `stream` is None or a place as StreamedEpochs writes it (a first part begins at the
+    stream's start, a later one at a position); else one line."""
+    if value is None:
+        return
+    good = isinstance(value, dict) and set(value) == set(PLACE)
+    good = good and all(isinstance(value[k], t) and not isinstance(value[k], bool) for k, t in PLACE.items())
+    good = good and value["part"] >= 0 and value["offset"] >= 0
+    first = good and value["part"] == 0
+    if not good or first != (value["start"] is None) or (first and value["offset"] != 0):
+        raise Seq2SeqError(f"{where}: the trainer state's stream place is not one this version writes")
 
 
 def stored_train_config(run_dir: Path) -> TrainConfig:

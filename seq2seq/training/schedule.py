@@ -30,7 +30,7 @@ def lr_schedule(step: int, peak: float, warmup: int, progress: float, cooldown: 
 
 
 def budget_progress(
-    cfg: TrainConfig, step: int, epochs_done: float, elapsed_s: float, resumed_at: float = 0.0
+    cfg: TrainConfig, step: int, epochs_done: float | None, elapsed_s: float, resumed_at: float = 0.0
 ) -> float:
     """How much of its budget this run has used before its next step, 0 to 1: the largest share of
     whichever limits it has, counted as the stop rules count them (steps and epochs over the whole
@@ -41,7 +41,7 @@ def budget_progress(
     shares = [0.0]
     if cfg.max_steps:
         shares.append(step / cfg.max_steps)
-    if cfg.epochs:
+    if cfg.epochs and epochs_done is not None:  # None: the epoch's size is not known (a stream)
         shares.append(epochs_done / cfg.epochs)
     if cfg.max_minutes:
         shares.append(resumed_at + (1.0 - resumed_at) * elapsed_s / (cfg.max_minutes * 60))

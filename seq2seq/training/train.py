@@ -18,6 +18,7 @@ from seq2seq.data.sampling import KEPT
 from seq2seq.data.streamed import Stream, first_pairs
 from seq2seq.data.tokenizer import open_tokenizer, train_tokenizer
 from seq2seq.device import agree_on_bf16, bf16_speedup, precision_note, use_bf16
+from seq2seq.errors import Seq2SeqError
 from seq2seq.models.registry import ModelConfig, build_model
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training import finetune
@@ -29,7 +30,7 @@ from seq2seq.training.lock import run_lock
 from seq2seq.training.loop import Loop
 from seq2seq.training.reporter import Reporter
 from seq2seq.training.resume import TrainingState, continued, is_resumable
-from seq2seq.training.streaming import StreamedEpochs
+from seq2seq.training.streaming import StreamedEpochs, check_budget
 
 
 def train(
@@ -80,8 +81,8 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
         best = ckpt.best_score(run_dir)
         if best is not None and best > state.best_bleu:  # killed between the two writes
             state.best_bleu, state.bad_validations = best, 0
-    if config.stream:
-        epochs.check_budget(state)
+    if config.stream:  # again for a resumed run: its state may know the length
+        check_budget(config, epochs.stream, state)
     if not here.is_main:  # the same weights everywhere, but each process its own dropout masks
         torch.manual_seed(config.seed * 1_000_003 + 7_919 * here.rank + state.step)
     reporter.start(_start_info(config, model, epochs.report, len(val_pairs), state, here))
@@ -95,7 +96,7 @@ def _epochs(run_dir: Path, config: TrainConfig, model_config: ModelConfig, folde
     set in `folder`, or the stream (every process reads it)."""
     if config.stream:
         stream = Stream(config.corpus, "train", config.src, config.tgt)
-        return StreamedEpochs(stream, tokenizer, config, model_config.max_positions - 1), None
+        return StreamedEpochs(stream, tokenizer, config, model_config.max_positions - 1, here), None
     train_set = tokenized.load(folder)
     kept = run_dir / KEPT if here.is_main else None  # rank 0 alone keeps the epoch's draw
     workers = max(1, (os.cpu_count() or 1) // here.size)  # each process draws: they share the cores
@@ -147,7 +148,12 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
 def _prepare_stream(run_dir: Path, config: TrainConfig, model_config: ModelConfig):
     """`_prepare` for a streamed corpus: the validation split read whole, a tokenizer the run lacks
     trained on the training stream's first sentences (it is read once), nothing stored."""
-    val_pairs = list(Stream(config.corpus, "val", config.src, config.tgt).pairs())
+    validation = Stream(config.corpus, "val", config.src, config.tgt)
+    val_pairs = list(validation.pairs())
+    if not val_pairs:
+        raise Seq2SeqError(f"{validation.where} is empty")
+    if not is_resumable(run_dir):  # before the tokenizer is trained: said at once
+        check_budget(config, Stream(config.corpus, "train", config.src, config.tgt), TrainingState())
 
     def train_pairs() -> Iterable[Pair]:
         return first_pairs(config.corpus, config.src, config.tgt, config.tokenizer_sentences)
