@@ -67,15 +67,22 @@ def test_a_stream_within_one_part_trains_as_the_same_corpus_stored(tmp_path):
     assert stored["val_bleu"] == streamed["val_bleu"]
 
 
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory) -> tuple[Path, TrainConfig]:
+    """A streamed run of 16 steps never stopped, in parts of 150 pairs (three an epoch, of 3, 3 and
+    2 batches), the training split in two files of 200 pairs."""
+    root = tmp_path_factory.mktemp("straight")
+    config = recipe(write_hub_folder(root / "hub", shards=2), stream=True, stream_part=150)
+    train(root / "straight", replace(config, max_steps=16), MODEL)
+    return root / "straight", config
+
+
 @pytest.mark.parametrize("killed_at, part", [(4, 1), (6, 1), (7, 2)])
-def test_a_run_killed_mid_part_resumes_exactly(tmp_path, monkeypatch, killed_at, part):
-    """Parts of 150 pairs (three an epoch; the training split in two files of 200): killed in the
-    second part (which crosses the files' boundary), at its end, or in the third (which begins in
-    the second file), resumed by reading that part again from its place in the stream; then
-    across an epoch's end."""
-    corpus = write_hub_folder(tmp_path / "hub", shards=2)
-    config = recipe(corpus, stream=True, stream_part=150)
-    train(tmp_path / "straight", replace(config, max_steps=16), MODEL)
+def test_a_run_killed_mid_part_resumes_exactly(tmp_path, monkeypatch, straight, killed_at, part):
+    """Killed in the second part (which crosses the files' boundary), at its end, or in the third
+    (which begins in the second file), resumed by reading that part again from its place in the
+    stream; then across an epoch's end."""
+    straight, config = straight
     steps = []
     monkeypatch.setattr(Loop, "_train_step", record_steps(Loop._train_step, steps))
     every_step = replace(config, max_steps=16, save_every_minutes=0)
@@ -86,7 +93,7 @@ def test_a_run_killed_mid_part_resumes_exactly(tmp_path, monkeypatch, killed_at,
     monkeypatch.undo()
     again = train(tmp_path / "killed", replace(config, max_steps=16), MODEL)
     assert again["step"] == 16 and again["epoch"] >= 2
-    assert_same_training_state(tmp_path / "straight", tmp_path / "killed")
+    assert_same_training_state(straight, tmp_path / "killed")
     assert trainer_state(tmp_path / "killed")["stream_length"] == 400  # learned from the first epoch
 
 
