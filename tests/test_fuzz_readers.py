@@ -250,6 +250,16 @@ def test_translation_rows_arrow_cannot_read_are_refused_in_one_line():
         translation_pairs(Table(), "train.jsonl", "en", "fr")
 
 
+def test_a_language_named_with_a_line_break_is_named_in_one_line(tmp_path):
+    """Found by scripts/fuzz_long.py: a JSON-lines corpus whose first translation holds the key
+    "\n0" split the error that lists the languages it has in two."""
+    path = tmp_path / "train.jsonl"
+    path.write_text(json.dumps({"translation": {"\n0": None}}) + "\n")
+    with pytest.raises(Seq2SeqError) as refused:
+        load_pairs(str(tmp_path / "{split}.jsonl"), "train", "en", "fr")
+    assert "\n" not in str(refused.value) and "languages: '\\n0'" in str(refused.value)
+
+
 def test_a_field_name_with_a_line_break_is_named_in_one_line(run, tmp_path):
     """Found by the fuzzer: a train field named "\\n0" broke the one-line error in two."""
     copy = tmp_path / "run"

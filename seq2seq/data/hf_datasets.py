@@ -48,13 +48,13 @@ def hub_split(splits, split: str, corpus: str) -> str:
     if split not in splits and split == "val" and "validation" in splits:
         return "validation"
     if split not in splits:
-        raise Seq2SeqError(f"dataset {corpus!r} has no split {split!r}; splits: {', '.join(splits)}")
+        raise Seq2SeqError(f"dataset {corpus!r} has no split {split!r}; splits: {names(splits)}")
     return split
 
 
 def translation_pairs(ds, where: str, src: str, tgt: str) -> list[Pair]:
     if "translation" not in ds.column_names:
-        raise Seq2SeqError(f"{where} has no 'translation' column; columns: {', '.join(ds.column_names)}")
+        raise Seq2SeqError(f"{where} has no 'translation' column; columns: {names(ds.column_names)}")
     try:
         return _pairs(ds["translation"], where, src, tgt)
     except ValueError as e:  # Arrow cannot turn a row into Python (a struct with two fields of one name)
@@ -72,7 +72,14 @@ def check_languages(row, where: str, src: str, tgt: str) -> None:
     """A first row of {language: text} that lacks a language names the ones it has."""
     for lang in (src, tgt):
         if isinstance(row, dict) and lang not in row:
-            raise Seq2SeqError(f"{where} has no language {lang!r}; languages: {', '.join(row)}")
+            raise Seq2SeqError(f"{where} has no language {lang!r}; languages: {names(row)}")
+
+
+def names(keys) -> str:
+    """Keys read from a file, as one line: one that is not plain printable text is quoted."""
+    keys = [str(k) for k in keys]
+    shown = [k if k.isprintable() and k.strip() == k and k else repr(k)[:40] for k in keys[:10]]
+    return ", ".join(shown) + (" ..." if len(keys) > 10 else "")
 
 
 def row_pair(row, number: int, where: str, src: str, tgt: str) -> Pair:

@@ -19,7 +19,7 @@ import numpy as np
 
 from seq2seq.data.batch import batching_lengths
 from seq2seq.data.corpus import KEEP, MAX_RATIO, FilterReport, Pair, pair_verdict
-from seq2seq.data.hf_datasets import check_languages, hub_split, import_datasets, row_pair
+from seq2seq.data.hf_datasets import check_languages, hub_split, import_datasets, names, row_pair
 from seq2seq.data.sampling import CHUNK
 from seq2seq.errors import Seq2SeqError, first_line
 
@@ -80,7 +80,7 @@ class Stream:
         self._iterated = dataset
         for number, row in enumerate(self._rows(dataset), start=offset + 1):
             if not isinstance(row, dict) or "translation" not in row:
-                columns = ", ".join(row) if isinstance(row, dict) else type(row).__name__
+                columns = names(row) if isinstance(row, dict) else type(row).__name__
                 raise Seq2SeqError(f"{self.where} has no 'translation' column; columns: {columns}")
             if number == 1:
                 check_languages(row["translation"], self.where, self.src, self.tgt)

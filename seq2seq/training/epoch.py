@@ -16,6 +16,7 @@ from seq2seq.data.sampling import SampledPairs
 from seq2seq.data.tokenized import TokenizedPairs
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.training.config import TrainConfig
+from seq2seq.training.resume import TrainingState
 
 
 @dataclass
@@ -40,9 +41,9 @@ class Epochs(Protocol):
 
     report: FilterReport
 
-    def parts(self, state) -> Iterator[EpochPart]: ...
+    def parts(self, state: TrainingState) -> Iterator[EpochPart]: ...
     def batches_known(self, part: EpochPart) -> int | None: ...
-    def ended(self, state) -> None: ...
+    def ended(self, state: TrainingState) -> None: ...
 
 
 class StoredEpochs:
@@ -67,7 +68,7 @@ class StoredEpochs:
         )
         self.report = train_set.report
 
-    def parts(self, state) -> Iterator[EpochPart]:
+    def parts(self, state: TrainingState) -> Iterator[EpochPart]:
         source = epoch_pairs(self.train_set, self.tokenizer, self.cfg, state.epoch, self.kept, self.workers)
         sides = source.side_lengths()  # ties in length broken by the source's, then the target's
         batches = token_batches(source.lengths, self.cfg.max_tokens, self.cfg.seed, state.epoch, sides)
@@ -77,9 +78,9 @@ class StoredEpochs:
         """The epoch's batches, known from its first part."""
         return len(part.batches)
 
-    def ended(self, state) -> None: ...
+    def ended(self, state: TrainingState) -> None: ...
 
-    def _lines(self, indices) -> list[int]:
+    def _lines(self, indices: np.ndarray) -> list[int]:
         (lines,) = self.train_set.columns(indices, "line")
         return lines
 

@@ -16,7 +16,7 @@ from seq2seq.data import tokenized
 from seq2seq.data.corpus import MAX_RATIO, FilterReport, Pair, corpus_identity, load_pairs, stream_pairs
 from seq2seq.data.sampling import KEPT
 from seq2seq.data.streamed import Stream, first_pairs
-from seq2seq.data.tokenizer import open_tokenizer, train_tokenizer
+from seq2seq.data.tokenizer import Tokenizer, open_tokenizer, train_tokenizer
 from seq2seq.device import agree_on_bf16, bf16_speedup, precision_note, use_bf16
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.registry import ModelConfig, build_model
@@ -24,8 +24,8 @@ from seq2seq.training import checkpoint as ckpt
 from seq2seq.training import finetune
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, peers_watched, world
-from seq2seq.training.epoch import StoredEpochs
-from seq2seq.training.guided import guide_of
+from seq2seq.training.epoch import Epochs, StoredEpochs
+from seq2seq.training.guided import Guide, guide_of
 from seq2seq.training.lock import run_lock
 from seq2seq.training.loop import Loop
 from seq2seq.training.reporter import Reporter
@@ -91,7 +91,14 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
     return loop.run(state, reporter, should_stop, start_time)
 
 
-def _epochs(run_dir: Path, config: TrainConfig, model_config: ModelConfig, folder, tokenizer, here: World):
+def _epochs(
+    run_dir: Path,
+    config: TrainConfig,
+    model_config: ModelConfig,
+    folder: str | None,
+    tokenizer: Tokenizer,
+    here: World,
+) -> tuple[Epochs, Guide | None]:
     """What every epoch trains on (its parts) and guided alignment's targets, if any: the stored
     set in `folder`, or the stream (every process reads it)."""
     if config.stream:
@@ -145,7 +152,9 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
     return str(folder), _saved_config(run_dir, config, model_config, tokenizer), val_pairs
 
 
-def _prepare_stream(run_dir: Path, config: TrainConfig, model_config: ModelConfig):
+def _prepare_stream(
+    run_dir: Path, config: TrainConfig, model_config: ModelConfig
+) -> tuple[None, ModelConfig, list[Pair]]:
     """`_prepare` for a streamed corpus: the validation split read whole, a tokenizer the run lacks
     trained on the training stream's first sentences (it is read once), nothing stored."""
     validation = Stream(config.corpus, "val", config.src, config.tgt)
@@ -162,7 +171,7 @@ def _prepare_stream(run_dir: Path, config: TrainConfig, model_config: ModelConfi
     return None, _saved_config(run_dir, config, model_config, tokenizer), val_pairs
 
 
-def _tokenizer(path: Path, config: TrainConfig, train_pairs: Callable[[], Iterable[Pair]]):
+def _tokenizer(path: Path, config: TrainConfig, train_pairs: Callable[[], Iterable[Pair]]) -> Tokenizer:
     """The run's tokenizer, trained on a sample of the training pairs (as `seq2seq tokenize` does)
     or a fine-tuned run's start's, if the run has none."""
     if not path.is_file():
@@ -176,7 +185,9 @@ def _tokenizer(path: Path, config: TrainConfig, train_pairs: Callable[[], Iterab
     return open_tokenizer(path)  # checks it (special ids) before it tokenizes anything
 
 
-def _saved_config(run_dir: Path, config: TrainConfig, model_config: ModelConfig, tokenizer) -> ModelConfig:
+def _saved_config(
+    run_dir: Path, config: TrainConfig, model_config: ModelConfig, tokenizer: Tokenizer
+) -> ModelConfig:
     """config.json written with the model sized to the tokenizer (the source's: as started)."""
     model_config = replace(model_config, vocab_size=tokenizer.target_vocab_size)
     ckpt.save_config(run_dir, ckpt.config_sections(model_config, config, tokenizer))
