@@ -250,6 +250,28 @@ def test_translation_rows_arrow_cannot_read_are_refused_in_one_line():
         translation_pairs(Table(), "train.jsonl", "en", "fr")
 
 
+def test_translation_rows_datasets_cannot_decode_are_refused_in_one_line():
+    """Found by scripts/fuzz_long.py: generated JSON lines whose row `datasets` could not decode
+    (a KeyError for a field named "\\x00", which Arrow keeps cut at the NUL). The round kept no
+    bytes, so the table stands in for them, as above."""
+    from seq2seq.data.hf_datasets import translation_pairs
+
+    class Undecodable:
+        def __getitem__(self, index):
+            raise KeyError("\x00")
+
+    class Table:
+        column_names = ("translation",)
+
+        def __getitem__(self, column):
+            return Undecodable()
+
+    with pytest.raises(
+        Seq2SeqError, match=r"train.jsonl: its 'translation' rows cannot be read \(a field '\\x00'\)"
+    ):
+        translation_pairs(Table(), "train.jsonl", "en", "fr")
+
+
 def test_a_language_named_with_a_line_break_is_named_in_one_line(tmp_path):
     """Found by scripts/fuzz_long.py: a JSON-lines corpus whose first translation holds the key
     "\n0" split the error that lists the languages it has in two."""

@@ -59,6 +59,10 @@ def translation_pairs(ds, where: str, src: str, tgt: str) -> list[Pair]:
         return _pairs(ds["translation"], where, src, tgt)
     except ValueError as e:  # Arrow cannot turn a row into Python (a struct with two fields of one name)
         raise Seq2SeqError(f"{where}: its 'translation' rows cannot be read ({first_line(e)})") from None
+    except KeyError as e:  # a field name Arrow keeps cut at a NUL, which `datasets` then looks up whole
+        raise Seq2SeqError(
+            f"{where}: its 'translation' rows cannot be read (a field {e.args[0]!r:.40})"
+        ) from None
 
 
 def _pairs(rows, where: str, src: str, tgt: str) -> list[Pair]:
