@@ -18,7 +18,9 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from scripts.common import REPO, cpu
 
@@ -62,10 +64,13 @@ def main() -> None:
     for target in args.target or targets():
         start, rounds, examples, failures = time.time(), 0, 0, 0
         while time.time() - start < 60 * args.minutes and not failures:
-            ran, passed, out = fuzz_round(target, args.scale, draw.randrange(1 << 32))
+            seed = draw.randrange(1 << 32)
+            ran, passed, out = fuzz_round(target, args.scale, seed)
             rounds, examples, failures = rounds + 1, examples + ran, failures + (not passed)
-            if not passed:
-                print(out[-6000:], file=sys.stderr, flush=True)
+            if not passed:  # the whole output kept: a crash's innermost frames come first in it
+                kept = Path(tempfile.gettempdir()) / f"fuzz-{target}-{seed}.log"
+                kept.write_text(out, encoding="utf-8")
+                print(f"{out[-6000:]}\n(the whole output: {kept})", file=sys.stderr, flush=True)
         minutes = (time.time() - start) / 60
         print(f"| {target} | {minutes:.1f} | {rounds} | {examples:,} | {failures} |", flush=True)
 
