@@ -2,6 +2,7 @@
 reversal task, the registered architectures' variants, the RNN's variants and the tokenized training
 set. Fixtures live in conftest.py; this module imports none of it, so conftest.py may import it."""
 
+import json
 import random
 from dataclasses import replace
 
@@ -20,7 +21,7 @@ from seq2seq.models.quantize import quantize
 from seq2seq.models.registry import ARCHITECTURES, build_model, preset_config
 from seq2seq.models.rnn import RNN, RNNConfig
 from seq2seq.models.transformer import TransformerConfig
-from seq2seq.training.checkpoint import LAST, load_run
+from seq2seq.training.checkpoint import LAST, load_run, read_metadata
 from seq2seq.training.config import TrainConfig
 
 # --- the CLI's commands: a few steps of `train` (tiny preset, CPU), `evaluate` on two lines -------
@@ -185,3 +186,52 @@ def tsv_corpus(folder, pairs):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "train.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
     return str(folder / "{split}.tsv")
+
+
+# `python -m seq2seq -- train` of a tiny model for a few steps under torchrun (two processes or nodes)
+TORCHRUN_TRAIN = [
+    "-m",
+    "seq2seq",
+    "--",
+    "train",
+    "--preset",
+    "tiny",
+    "--max-steps",
+    "3",
+    "--max-tokens",
+    "64",
+]
+TORCHRUN_TRAIN += ["--fp32", "--device", "cpu", "--average", "0"]
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs, no handler, no save."""
+
+
+def kill_at(steps: list, step: int):
+    """A should_stop that 'kills' the process once `step` steps were taken."""
+
+    def should_stop():
+        if len(steps) >= step:
+            raise Killed
+        return False
+
+    return should_stop
+
+
+def record_steps(train_step, steps: list):
+    def recorded(self, batch, step, weight, progress):
+        steps.append(step)
+        return train_step(self, batch, step, weight, progress)
+
+    return recorded
+
+
+def trainer_state(run) -> dict:
+    """The trainer's JSON state saved with a run's last checkpoint."""
+    return json.loads(read_metadata(run / LAST)["trainer_state"])
+
+
+def model_weights(run) -> dict[str, torch.Tensor]:
+    """The model's tensors of a run's last checkpoint."""
+    return {k: v for k, v in load_file(str(run / "last.safetensors")).items() if k.startswith("model.")}

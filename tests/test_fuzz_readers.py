@@ -226,28 +226,34 @@ def test_a_json_corpus_that_begins_with_no_object_is_refused_not_a_crash(tmp_pat
     assert result.returncode == 2 and "not rows of JSON objects" in result.stderr, result.stderr
 
 
+class Unreadable:
+    """Stands in for a `datasets` table of one `translation` column whose every row raises `error`
+    when read, as `datasets` does for rows it cannot turn into Python."""
+
+    column_names = ("translation",)
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+    def __getitem__(self, key):  # the column, then a row of it
+        if key == "translation":
+            return self
+        raise self.error
+
+
 def test_translation_rows_arrow_cannot_read_are_refused_in_one_line():
     """Found by scripts/fuzz_long.py: generated JSON lines whose rows Arrow held as a struct with two
     fields of one name, which it cannot turn into Python: `datasets` raised its ValueError from the
     first row's access. The bytes were lost to the round's timeout, so the row stands in for them."""
     from seq2seq.data.hf_datasets import translation_pairs
 
-    class Unreadable:
-        def __getitem__(self, index):
-            raise ValueError(
-                "Converting to Python dictionary is not supported when duplicate field names are present"
-            )
-
-    class Table:
-        column_names = ("translation",)
-
-        def __getitem__(self, column):
-            return Unreadable()
-
+    table = Unreadable(
+        ValueError("Converting to Python dictionary is not supported when duplicate field names are present")
+    )
     with pytest.raises(
         Seq2SeqError, match=r"train.jsonl: its 'translation' rows cannot be read \(Converting"
     ):
-        translation_pairs(Table(), "train.jsonl", "en", "fr")
+        translation_pairs(table, "train.jsonl", "en", "fr")
 
 
 def test_translation_rows_datasets_cannot_decode_are_refused_in_one_line():
@@ -256,20 +262,10 @@ def test_translation_rows_datasets_cannot_decode_are_refused_in_one_line():
     bytes, so the table stands in for them, as above."""
     from seq2seq.data.hf_datasets import translation_pairs
 
-    class Undecodable:
-        def __getitem__(self, index):
-            raise KeyError("\x00")
-
-    class Table:
-        column_names = ("translation",)
-
-        def __getitem__(self, column):
-            return Undecodable()
-
     with pytest.raises(
         Seq2SeqError, match=r"train.jsonl: its 'translation' rows cannot be read \(a field '\\x00'\)"
     ):
-        translation_pairs(Table(), "train.jsonl", "en", "fr")
+        translation_pairs(Unreadable(KeyError("\x00")), "train.jsonl", "en", "fr")
 
 
 def test_a_language_named_with_a_line_break_is_named_in_one_line(tmp_path):

@@ -25,8 +25,7 @@ from seq2seq.training.loop import Loop
 from seq2seq.training.train import train
 from tests.cli_helpers import run_process
 from tests.conftest import saved_step, write_multi30k
-from tests.helpers import REVERSE_MODEL, TRAIN, assert_same_training_state, write_reversal_task
-from tests.test_train import record_steps
+from tests.helpers import REVERSE_MODEL, TRAIN, assert_same_training_state, record_steps, write_reversal_task
 
 
 def start_training(data, run, max_steps=100000, *more):

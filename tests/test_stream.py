@@ -15,10 +15,17 @@ from seq2seq.training.loop import Loop
 from seq2seq.training.resume import TrainingState
 from seq2seq.training.train import train
 from tests.cli_helpers import torchrun
-from tests.helpers import REVERSE_MODEL, assert_same_training_state, write_reversal_task
-from tests.test_train import Killed, kill_at, record_steps, trainer_state
-from tests.test_two_nodes import TRAIN as TWO_NODE_TRAIN
-from tests.test_two_nodes import weights
+from tests.helpers import (
+    REVERSE_MODEL,
+    TORCHRUN_TRAIN,
+    Killed,
+    assert_same_training_state,
+    kill_at,
+    model_weights,
+    record_steps,
+    trainer_state,
+    write_reversal_task,
+)
 
 MODEL = replace(REVERSE_MODEL, d_model=32, d_ff=64, dropout=0.1)  # dropout: the RNG resumes too
 
@@ -267,7 +274,7 @@ def test_tokenize_learns_from_the_streams_first_sentences_as_train_does(cli, tmp
 def test_two_processes_on_a_stream_train_as_two_on_the_stored_corpus(tmp_path):
     """Each process reads the whole stream and trains on its share of each step's batches."""
     corpus = write_hub_folder(tmp_path / "hub", n_train=120)
-    args = [*TWO_NODE_TRAIN, "--corpus", corpus, "--src", "src", "--tgt", "tgt", "--vocab-size", "32"]
+    args = [*TORCHRUN_TRAIN, "--corpus", corpus, "--src", "src", "--tgt", "tgt", "--vocab-size", "32"]
     jobs = {
         name: torchrun(*args, *extra, "--run", str(tmp_path / name), cwd=tmp_path)
         for name, extra in (("stored", []), ("streamed", ["--stream"]))
@@ -276,7 +283,7 @@ def test_two_processes_on_a_stream_train_as_two_on_the_stored_corpus(tmp_path):
         out, err = job.communicate(timeout=240)
         assert job.returncode == 0, err[-3000:]
         assert " ".join(out.split()).count("x 2 processes (gloo)") == 1, name  # rank 0 alone reports
-    a, b = weights(tmp_path / "stored"), weights(tmp_path / "streamed")
+    a, b = model_weights(tmp_path / "stored"), model_weights(tmp_path / "streamed")
     assert a.keys() == b.keys()
     for name in a:
         torch.testing.assert_close(a[name], b[name], rtol=0, atol=0, msg=name)

@@ -13,7 +13,16 @@ from seq2seq.training.checkpoint import BEST, CURVES, LAST, read_metadata, read_
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.loop import Loop
 from seq2seq.training.train import adamw, train
-from tests.helpers import REVERSE_MODEL, assert_same_training_state, val_exact_match, write_reversal_task
+from tests.helpers import (
+    REVERSE_MODEL,
+    Killed,
+    assert_same_training_state,
+    kill_at,
+    record_steps,
+    trainer_state,
+    val_exact_match,
+    write_reversal_task,
+)
 
 
 def test_tiny_model_learns_to_reverse_digits(tmp_path):
@@ -70,21 +79,6 @@ def test_resumed_training_equals_uninterrupted(tmp_path, model_cfg):
     assert steps[0] == 5 and steps[-1] == 12 and (tmp_path / "resumed" / BEST).is_file()
 
 
-class Killed(BaseException):
-    """Stands for SIGKILL: nothing after it runs, no handler, no save."""
-
-
-def kill_at(steps: list, step: int):
-    """A should_stop that 'kills' the process once `step` steps were taken."""
-
-    def should_stop():
-        if len(steps) >= step:
-            raise Killed
-        return False
-
-    return should_stop
-
-
 def test_a_kill_between_validations_loses_at_most_the_save_interval(tmp_path, monkeypatch):
     corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)
     config = TrainConfig(
@@ -119,10 +113,6 @@ def test_an_interrupt_saves_and_validates_nothing(tmp_path, monkeypatch):
     final = train(tmp_path / "run", config, small, None, None, stop_after_3)
     state = trainer_state(tmp_path / "run")
     assert final == {"step": 3, "stop": "interrupted"} and state["step"] == 3 and state["batch"] == 3
-
-
-def trainer_state(run) -> dict:
-    return json.loads(read_metadata(run / LAST)["trainer_state"])
 
 
 def test_a_kill_between_the_best_weights_and_the_training_state_keeps_the_best(tmp_path, monkeypatch):
@@ -176,14 +166,6 @@ def test_a_time_budget_pays_for_the_final_validation_from_the_first_run_on(tmp_p
     final = train(tmp_path / "run", config, replace(REVERSE_MODEL, d_model=32, d_ff=64))
     assert final["stop"] == "max minutes" and 1 <= final["step"] < 6
     assert final["elapsed_s"] <= 8.0
-
-
-def record_steps(train_step, steps: list):
-    def recorded(self, batch, step, weight, progress):
-        steps.append(step)
-        return train_step(self, batch, step, weight, progress)
-
-    return recorded
 
 
 def test_rerun_of_a_finished_run_trains_no_further(tmp_path):

@@ -7,12 +7,10 @@ import subprocess
 import sys
 
 import torch
-from safetensors.torch import load_file
 
 from tests.cli_helpers import in_this_checkout, torchrun
-
-TRAIN = ["-m", "seq2seq", "--", "train", "--preset", "tiny", "--max-steps", "3", "--max-tokens", "64"]
-TRAIN += ["--fp32", "--device", "cpu", "--average", "0"]
+from tests.helpers import TORCHRUN_TRAIN as TRAIN
+from tests.helpers import model_weights as weights
 
 
 def free_port() -> int:
@@ -42,10 +40,6 @@ def node(args: list[str], port: int, cwd, *options: str) -> subprocess.Popen:
     return subprocess.Popen(
         [*command, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-
-
-def weights(run) -> dict[str, torch.Tensor]:
-    return {k: v for k, v in load_file(str(run / "last.safetensors")).items() if k.startswith("model.")}
 
 
 def test_two_nodes_train_the_steps_of_one_node_with_two_processes(tmp_path, corpus_dir):
