@@ -9,7 +9,6 @@ stream's position (`datasets`' `state_dict`), which the training state keeps wit
 the digest differs (the dataset changed upstream), and skips the batches already trained.
 """
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from seq2seq.data.batch import batching_lengths
 from seq2seq.data.corpus import KEEP, MAX_RATIO, FilterReport, Pair, pair_verdict
 from seq2seq.data.hf_datasets import check_languages, hub_split, import_datasets, names, row_pair
 from seq2seq.data.sampling import CHUNK
+from seq2seq.data.tokenized import content_identity
 from seq2seq.errors import Seq2SeqError, first_line
 
 
@@ -172,8 +172,5 @@ def same_shape(saved: object, fresh: object) -> bool:
 
 
 def digest(pairs: list[Pair]) -> str:
-    """A short hash of a part's pairs, whatever the texts hold."""
-    hashed = hashlib.sha256()
-    for pair in pairs:
-        hashed.update(json.dumps(pair).encode() + b"\n")
-    return hashed.hexdigest()[:16]
+    """A short hash of a part's pairs, whatever the texts hold (a stored hub corpus's identity, cut)."""
+    return content_identity(pairs)[:16]
