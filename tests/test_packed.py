@@ -1,6 +1,10 @@
 """Packed GEMMs: the decode path the CLI uses where they are faster gives the plain eager path's
 translations token for token, and bf16 decoding is untouched by it."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch import nn
@@ -94,3 +98,33 @@ def test_load_run_packs_only_where_it_pays_and_never_an_int8_model(tmp_path, mon
 
 def test_the_speedup_is_measured():
     assert packing_speedup(rows=8, d_model=16, vocab=64) > 0
+
+
+CACHE_PROBE = """
+import os
+import torch
+from seq2seq.models.packed import CACHE_CAPACITY, CACHE_VARIABLES, PackedLinear
+layer = PackedLinear(torch.randn(8, 4), None)
+with torch.inference_mode():
+    for rows in [*range(1, CACHE_CAPACITY + 2), 1]:  # one shape more than the cache holds, then the first
+        layer(torch.randn(rows, 4))
+print(*(os.environ[name] for name in CACHE_VARIABLES))
+"""
+
+
+@pytest.mark.parametrize("asked, evicted", [(None, True), ("1024", False)])
+def test_the_primitive_caches_are_bounded_unless_the_user_sized_them(asked, evicted):
+    """In a fresh process (the caches read their capacity once): after more shapes than the bound,
+    the first shape is compiled again, a miss of oneDNN's cache; sized by the user, a hit. Both
+    capacities are set, ideep's too (its effect is on memory, measured in docs/serving.md)."""
+    env = {k: v for k, v in os.environ.items() if k not in packed_module.CACHE_VARIABLES}
+    env |= {"ONEDNN_VERBOSE": "all", "OMP_NUM_THREADS": "1"}
+    env |= {name: asked for name in packed_module.CACHE_VARIABLES} if asked else {}
+    done = subprocess.run(
+        [sys.executable, "-c", CACHE_PROBE], env=env, capture_output=True, text=True, check=True
+    )
+    lines = done.stdout.splitlines()
+    assert lines[-1] == " ".join([asked or str(packed_module.CACHE_CAPACITY)] * 2)
+    creations = [line for line in lines if ",primitive,create:" in line and "inner_product" in line]
+    assert len(creations) == packed_module.CACHE_CAPACITY + 2
+    assert ("create:cache_miss" in creations[-1]) == evicted

@@ -19,6 +19,7 @@ it carries packed copies beside them, and it is never trained or exported.
 import copy
 import functools
 import itertools
+import os
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +28,22 @@ from torch import Tensor, nn
 from seq2seq.device import best_time
 
 MIN_SPEEDUP = 1.15  # below this a measured gain is within the noise of a shared machine
+# oneDNN's cache of primitives and ideep's (PyTorch's layer over oneDNN, one per thread) of the
+# same primitives: each keeps 1024 by default
+CACHE_VARIABLES = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
+CACHE_CAPACITY = 8  # primitives each keeps here; docs/performance.md for the choice
+
+
+def bound_primitive_caches() -> None:
+    """oneDNN compiles a primitive for every GEMM shape it runs, with its own scratch memory (up to
+    rows x outputs floats: 10 MB for 320 rows of an 8000-word projection), and two caches keep
+    them. Decoding meets a new row count at nearly every batch (hypotheses finish, requests batch
+    differently), so a long-lived process fills both: a server's resident memory grew by about 450
+    MB in ten minutes (docs/serving.md, A soak); bounding one cache alone did not stop it. Both read
+    their capacity from the environment once, at their first primitive, so this runs before the
+    first reorder; a capacity the user set is kept."""
+    for name in CACHE_VARIABLES:
+        os.environ.setdefault(name, str(CACHE_CAPACITY))
 
 
 class PackedLinear(nn.Module):
@@ -37,6 +54,7 @@ class PackedLinear(nn.Module):
         super().__init__()
         self.weight, self.bias = weight, bias  # the plain tensors, for autocast and inspection
         self.relu = relu
+        bound_primitive_caches()
         self.register_buffer(
             "packed", torch.ops.mkldnn._reorder_linear_weight(weight.detach()), persistent=False
         )
