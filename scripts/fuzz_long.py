@@ -7,8 +7,9 @@ examples every time), and the executions counted from hypothesis' statistics.
 
 Each round is one pytest process (SEQ2SEQ_FUZZ_SCALE times the suite's examples, a new seed); a
 failing round prints its output and the target stops there, its failure kept in hypothesis'
-example database (.hypothesis/) so the next run of the test replays it. One table row a target:
-rounds, examples run, failures.
+example database (.hypothesis/) so the next run of the test replays it; a round that crashes the
+process (which hypothesis cannot report) leaves the last file its target wrote for a reader. One
+table row a target: rounds, examples run, failures.
 """
 
 import argparse
@@ -41,6 +42,7 @@ def targets() -> list[str]:
 def fuzz_round(target: str, scale: int, seed: int) -> tuple[int, bool, str]:
     """One pytest process over `target`: the examples it ran, whether it passed, its output."""
     env = {**os.environ, "SEQ2SEQ_FUZZ_SCALE": str(scale), "SEQ2SEQ_FUZZ_RANDOM": "1", "OMP_NUM_THREADS": "1"}
+    env["SEQ2SEQ_FUZZ_LAST"] = str(last_input(target, seed))
     command = [sys.executable, "-m", "pytest", f"{MODULE}::{target}", "-q", "-o", "addopts="]
     command += ["-p", "no:xdist", "-p", "no:cacheprovider", "--hypothesis-show-statistics", "--timeout=0"]
     command.append(f"--hypothesis-seed={seed}")
@@ -49,6 +51,11 @@ def fuzz_round(target: str, scale: int, seed: int) -> tuple[int, bool, str]:
     examples = sum(int(n) for n in re.findall(r"(\d+) passing examples", out))
     examples += sum(int(n) for n in re.findall(r"(\d+) failing examples", out))
     return examples, done.returncode == 0, out
+
+
+def last_input(target: str, seed: int) -> Path:
+    """Where a round's target copies each file it is about to read: after a crash, the input."""
+    return Path(tempfile.gettempdir()) / f"fuzz-{target}-{seed}.last"
 
 
 def main() -> None:
@@ -70,7 +77,12 @@ def main() -> None:
             if not passed:  # the whole output kept: a crash's innermost frames come first in it
                 kept = Path(tempfile.gettempdir()) / f"fuzz-{target}-{seed}.log"
                 kept.write_text(out, encoding="utf-8")
-                print(f"{out[-6000:]}\n(the whole output: {kept})", file=sys.stderr, flush=True)
+                last = last_input(target, seed)
+                print(
+                    f"{out[-6000:]}\n(the whole output: {kept}; the last file read: {last})", file=sys.stderr
+                )
+            else:
+                last_input(target, seed).unlink(missing_ok=True)
         minutes = (time.time() - start) / 60
         print(f"| {target} | {minutes:.1f} | {rounds} | {examples:,} | {failures} |", flush=True)
 

@@ -55,8 +55,12 @@ def works_or_one_error(read) -> object:
 
 
 def written(folder: Path, name: str, data: bytes, zipped: bool = False) -> Path:
+    """The file a reader gets; also copied to SEQ2SEQ_FUZZ_LAST when set (scripts/fuzz_long.py), so
+    that an input which crashes the process outright, before hypothesis can report it, is kept."""
     path = folder / name
     path.write_bytes(gzip.compress(data) if zipped else data)
+    if os.environ.get("SEQ2SEQ_FUZZ_LAST"):
+        Path(os.environ["SEQ2SEQ_FUZZ_LAST"]).write_bytes(path.read_bytes())
     return path
 
 
