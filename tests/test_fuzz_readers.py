@@ -212,10 +212,11 @@ def test_the_server_answers_any_body_in_its_contract(client, body, path, content
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".json"])
-@pytest.mark.parametrize("content", ["null\n", "\ufeff  true\n", "1\n"])
+@pytest.mark.parametrize("content", ["null\n", "\ufeff  true\n", "1\n", '[ null, {"en": "a", "fr": "b"}]\n'])
 def test_a_json_corpus_that_begins_with_no_object_is_refused_not_a_crash(tmp_path, suffix, content):
-    """Found by the fuzzer: a first row of `null` crashed the process inside Arrow's JSON reader
-    (SIGSEGV). Run in a child process, so that a crash fails this test instead of ending the run."""
+    """Found by the fuzzer: a first row of `null`, and an array of `null` then an object, crashed
+    the process inside Arrow's JSON reader (SIGSEGV). Run in a child process, so that a crash fails
+    this test instead of ending the run."""
     import subprocess
     import sys
 

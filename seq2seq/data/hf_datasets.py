@@ -23,7 +23,7 @@ def load_translation_file(path: Path, builder: str, src: str, tgt: str) -> list[
 def _check_json_start(path: Path) -> None:
     """A JSON corpus begins with an object (a row of JSON lines) or an array of them: anything else
     is refused here, since Arrow's JSON reader crashes the process on some of it (a first row of
-    `null`)."""
+    `null`, or an array whose first element is `null` and whose next is an object)."""
     try:
         with open(path, "rb") as f:
             start = f.read(1 << 16).removeprefix(b"\xef\xbb\xbf").lstrip()  # a byte-order mark, then space
@@ -31,6 +31,9 @@ def _check_json_start(path: Path) -> None:
         raise Seq2SeqError(f"{path}: cannot read ({first_line(e)})") from None
     if start and start[:1] not in (b"{", b"["):
         raise Seq2SeqError(f"{path}: not rows of JSON objects (it begins {start[:20]!r})")
+    element = start[1:].lstrip() if start[:1] == b"[" else b""
+    if element and element[:1] not in (b"{", b"]"):
+        raise Seq2SeqError(f"{path}: not rows of JSON objects (its first element begins {element[:20]!r})")
 
 
 def load_hub(corpus: str, split: str, src: str, tgt: str) -> list[Pair]:
