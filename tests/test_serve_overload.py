@@ -175,3 +175,23 @@ def test_a_second_ctrl_c_ends_the_process_at_once(monkeypatch):
     assert server.should_exit and stops == [1] and exits == []
     server.handle_exit(signal.SIGINT, None)
     assert exits == [130] and stops == [1]
+
+
+def test_attention_bodies_are_built_in_one_thread_beside_the_event_loop(run, monkeypatch):
+    """Building JSON holds Python's lock: one thread builds them all (a pool would only add threads
+    for the event loop to win the lock from: docs/serving.md, Overload)."""
+    from seq2seq.serve import chunked_json
+
+    builders, dumps = [], chunked_json.dumps
+    monkeypatch.setattr(
+        chunked_json, "dumps", lambda value: builders.append(threading.current_thread()) or dumps(value)
+    )
+    with live_server(make_app(run, beam=2)) as url:
+        asked = [
+            in_thread(post, f"{url}/attention", {"text": text}) for text in ("a dog", "the cat", "a man")
+        ]
+        for waiting in asked:
+            waiting["thread"].join(30)
+            assert waiting["answer"][0] == 200
+    assert len(builders) == 3 and len(set(builders)) == 1
+    assert builders[0].name.startswith("seq2seq-json") and builders[0] is not threading.main_thread()

@@ -15,6 +15,7 @@ in a request is ever a path: the run is the one loaded at start.
 """
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import fields
 
@@ -146,12 +147,17 @@ def create_app(
         "batching": {"max_batch": max_batch, "max_wait_ms": max_wait_ms},
     }
     explorer = page()
+    # /attention's bodies are built in one thread, not the loop's pool of several: building JSON
+    # holds Python's lock, so a second thread builds nothing faster and only makes one more thread
+    # the event loop must win the lock from before it can answer anyone
+    json_thread = ThreadPoolExecutor(1, thread_name_prefix="seq2seq-json")
 
     @asynccontextmanager
     async def lifespan(_app):
         batcher.start()
         yield
         await asyncio.to_thread(batcher.stop)  # answers what is queued, then ends the worker
+        json_thread.shutdown()
 
     app = FastAPI(
         title="seq2seq",
@@ -230,7 +236,9 @@ def create_app(
         admit(batcher, job.weight, max_queue)
         check_work(request_work(model, tokenizer, lines, job.options, pieces), max_work)
         maps = (await answer(http, batcher, job, request_timeout))[0]
-        body = await asyncio.to_thread(lambda: chunked_json.dumps(maps_json(maps, lists=False)))
+        body = await asyncio.get_running_loop().run_in_executor(
+            json_thread, lambda: chunked_json.dumps(maps_json(maps, lists=False))
+        )
         return Response(body, media_type="application/json")
 
     def request_prefixes(
