@@ -21,7 +21,7 @@ import threading
 import time
 from collections import Counter
 
-from scripts.common import ServeProcess, cpu
+from scripts.common import ServeProcess, cpu, resident_mb
 from seq2seq.data.corpus import load_pairs
 
 
@@ -145,9 +145,7 @@ class Load:
 
     def memory(self) -> None:
         while time.monotonic() < self.end:
-            with open(f"/proc/{self.pid}/status") as f:
-                kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-            self.rss.append(kb / 1024)
+            self.rss.append(resident_mb(self.pid))
             time.sleep(0.5)
 
 

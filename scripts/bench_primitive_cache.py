@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from scripts.common import cpu
+from scripts.common import cpu, resident_mb
 from seq2seq.models.packed import CACHE_VARIABLES
 
 SETTINGS = ["plain", "1024", "64", "16", "8"]  # "plain": not packed; a number: both caches' capacity
@@ -84,11 +84,6 @@ def worker(args) -> None:
             speed.append(len(lines) / (time.perf_counter() - start))
             rss.append(resident_mb())
     print(json.dumps({"speed": speed, "rss": rss}))
-
-
-def resident_mb() -> float:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
 
 
 def parse_args():

@@ -46,6 +46,12 @@ def cpu(cpuinfo: str | None = None) -> str:
     return f"{name} ({', '.join(present) or 'no AVX2'})"
 
 
+def resident_mb(pid: int | str = "self") -> float:
+    """A process' resident memory now (VmRSS), in MB."""
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
 def finish(device: torch.device) -> None:
     """Wait for the work queued on `device`: a CUDA call returns before its kernels end (a training
     step's loss.item() waits for the forward only), so a timer stopped without this times launches."""

@@ -21,7 +21,7 @@ import threading
 import time
 from collections import Counter
 
-from scripts.common import ServeProcess, cpu
+from scripts.common import ServeProcess, cpu, resident_mb
 from seq2seq.data.corpus import load_pairs
 from seq2seq.decoding.options import DecodeOptions
 
@@ -184,9 +184,7 @@ class Soak:
 
     def memory(self) -> None:
         while time.monotonic() < self.end:
-            with open(f"/proc/{self.pid}/status") as f:
-                kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-            self.rss.append((time.monotonic() - self.start, kb / 1024))
+            self.rss.append((time.monotonic() - self.start, resident_mb(self.pid)))
             time.sleep(1.0)
 
     def show(self, tracebacks: int, exit_status: int) -> None:
