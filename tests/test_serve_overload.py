@@ -83,6 +83,61 @@ def test_beyond_the_queue_s_bound_the_answer_is_503_with_retry_after(run):
         assert post(f"{url}/translate", {"text": "two men"})[0] == 200  # room again
 
 
+def test_a_request_the_queue_has_no_room_for_is_refused_before_the_app_parses_it(run, monkeypatch):
+    """Weighed from its raw body: under a flood most requests are refused, and a refusal that
+    costs the framework's parsing and the line checks is the event loop's time, every client's."""
+    from seq2seq.serve import app as app_module
+
+    checked = []
+    real = app_module.checked_lines
+    monkeypatch.setattr(app_module, "checked_lines", lambda text, *a: checked.append(text) or real(text, *a))
+    gate = Gate()
+    with live_server(make_app(run, beam=2, max_queue=6, on_batch=gate)) as url:
+        first = in_thread(post, f"{url}/translate", {"text": ["a dog", "a cat"]})  # 2 x 2 decoding
+        gate.entered.wait(10)
+        checked.clear()
+        status, body = post(f"{url}/translate", {"text": ["the cat", "a man"], "beam": 2})  # 4 more: no room
+        assert status == 503 and "the server is busy" in body["error"], body
+        status, body = post(f"{url}/attention", {"text": "two men", "beam": 3})
+        assert status == 503, body
+        assert checked == []  # neither reached the app
+        status, body = post(
+            f"{url}/translate", {"text": "two men", "beam": 999}
+        )  # not weighed: the app's answer
+        assert status == 422 and "above this server's limit" in body["error"], body
+        status, body = post(f"{url}/translate", {"text": "a girl", "greedy": True})  # 1 x 1: room
+        gate.opened.set()
+        assert status == 200, body
+        first["thread"].join(20)
+        assert first["answer"][0] == 200
+
+
+def test_a_body_is_weighed_as_the_job_it_becomes():
+    from seq2seq.serve.admission import weight_of
+
+    def weigh(fields) -> int | None:
+        return weight_of(json.dumps(fields).encode(), default_beam=5, max_lines=4, max_beam=8)
+
+    assert weigh({"text": ["a", "b", "c"]}) == 15  # the server's beam
+    assert weigh({"text": "a", "beam": 3}) == 3
+    assert weigh({"text": ["a", "b"], "greedy": True, "beam": 7}) == 2
+    assert weigh({"text": ["a", "b"], "sample": True}) == 2  # a row a sample
+    assert weigh({"text": ["a", "b"], "sample": True, "num_samples": 4}) == 8
+    for odd in (
+        {"text": ["a"] * 5},
+        {"text": []},
+        {"text": 3},
+        {"beam": 2},
+        {"text": "a", "beam": 9},
+        {"text": "a", "beam": True},
+        {"text": "a", "greedy": 1},
+        {"text": "a", "num_samples": "2"},
+    ):
+        assert weigh(odd) is None, odd  # the app says what is wrong
+    assert weight_of(b"[1, 2]", 5, 4, 8) is None and weight_of(b"{not json", 5, 4, 8) is None
+    assert weight_of(b"[" * 100_000, 5, 4, 8) is None
+
+
 def test_past_its_deadline_a_request_is_504_and_its_work_is_dropped(run):
     gate = Gate()
     with live_server(make_app(run, beam=2, request_timeout=0.5, on_batch=gate)) as url:

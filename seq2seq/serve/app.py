@@ -29,7 +29,7 @@ from seq2seq.decoding.prefix import prefix_ids
 from seq2seq.decoding.search import DecodeOptions, Translations, output_limit
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve import chunked_json
-from seq2seq.serve.admission import Busy, admit, answer, check_work, request_work
+from seq2seq.serve.admission import Busy, admit, answer, check_work, decode_beam, request_work
 from seq2seq.serve.batcher import Batcher, Job
 from seq2seq.serve.connections import IDLE_SECONDS, GuardedH11
 from seq2seq.serve.errors import REQUEST_ERRORS, BodyCheck, add_error_handlers, errors
@@ -170,8 +170,16 @@ def create_app(
         ),
         lifespan=lifespan,
     )
-    app.add_middleware(BodyCheck, limit=MAX_BODY)  # the last added runs first
-    app.add_middleware(Busy, batcher=batcher, max_queue=max_queue)
+    # the last added runs first: the body is checked as Busy reads it to weigh the request
+    app.add_middleware(
+        Busy,
+        batcher=batcher,
+        max_queue=max_queue,
+        default_beam=beam,
+        max_lines=max_lines,
+        max_beam=limits["max_beam"],
+    )
+    app.add_middleware(BodyCheck, limit=MAX_BODY)
     if api_key is not None:
         app.add_middleware(ApiKey, key=api_key)
     if loopback_only:
@@ -182,9 +190,8 @@ def create_app(
 
     def options(request: DecodeFields, nbest: int = 1) -> DecodeOptions:
         sampling = {name: getattr(request, name) for name in SAMPLING}
-        default_beam = 1 if request.sample else beam  # sampling draws one row at a time
         chosen = DecodeOptions(
-            beam=1 if request.greedy else (request.beam or default_beam),
+            beam=decode_beam(request.greedy, request.beam, request.sample, beam),
             nbest=nbest,
             length_penalty=request.length_penalty,
             min_len=request.min_len,
