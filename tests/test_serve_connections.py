@@ -6,7 +6,9 @@ once, and the server answers a normal request throughout."""
 import json
 import logging
 import socket
+import struct
 import time
+import types
 
 import pytest
 
@@ -134,3 +136,46 @@ def test_the_server_runs_on_uvloop_where_it_is_installed():
         assert isinstance(loop, uvloop.Loop)
     finally:
         loop.close()
+
+
+def held_protocols() -> int:
+    """The server's connection protocols still alive after a full collection."""
+    import gc
+
+    gc.collect()
+    return sum(type(o) is GuardedH11 for o in gc.get_objects())
+
+
+def test_a_connection_the_client_resets_is_let_go_at_once(url):
+    """uvicorn's keep-alive timer outlives a reset connection (it is cancelled on a clean close
+    only); the server's protocol cancels it, so a flood of clients that leave an answer unread
+    holds no connections for the keep-alive's seconds."""
+    before = held_protocols()
+    for _ in range(5):
+        sock = connect(url)
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        time.sleep(0.1)  # answered: the keep-alive timer runs
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # an RST, as from a client that closes with the answer unread
+    deadline = time.monotonic() + 3  # well inside the 5 s keep-alive
+    while held_protocols() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert held_protocols() <= before
+    assert get(f"{url}/health")["status"] == "ok"
+
+
+def test_serving_sets_what_is_loaded_aside_from_the_collector(monkeypatch):
+    import gc
+
+    from seq2seq.serve import server
+
+    monkeypatch.setattr(server.GracefulServer, "run", lambda self, sockets: None)
+    loaded = [[i] for i in range(10_000)]  # objects the collector tracks
+    try:
+        app = types.SimpleNamespace(state=types.SimpleNamespace(batcher=None))  # run is not reached
+        server.serve(app, socket.socket())
+        assert gc.get_freeze_count() >= len(loaded)
+        tracked = {id(o) for o in gc.get_objects()}
+        assert not any(id(o) in tracked for o in loaded)  # a full collection no longer walks them
+    finally:
+        gc.unfreeze()

@@ -60,6 +60,12 @@ class GuardedH11(H11Protocol):
         self._disarm()
         if self in self.connections:  # a refused connection never joined them
             super().connection_lost(exc)
+            # uvicorn cancels its keep-alive timer on a clean close only; a client that resets the
+            # connection (it closed with our answer unread) would leave the timer holding this
+            # protocol, its request and buffers for the keep-alive's seconds: under a flood of
+            # such clients, thousands of them, long enough to reach the oldest generation of
+            # Python's collector, which then sweeps them in pauses of 100 ms and more
+            self._unset_keepalive_if_required()
 
     def _watch(self) -> None:
         """Arm the deadline the client's state calls for; disarm it once that state is left."""

@@ -5,6 +5,7 @@ then, stops the model's worker, and returns (the CLI then exits 0). A second Ctr
 process at once."""
 
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -53,7 +54,17 @@ def serve(app, sock: socket.socket) -> None:
     """Serve until Ctrl-C or SIGTERM, then drain and return."""
     config = server_config(app)
     batcher = app.state.batcher
+    set_aside_the_loaded()
     GracefulServer(config, on_stop=lambda: batcher.close(SHED_SECONDS)).run(sockets=[sock])
+
+
+def set_aside_the_loaded() -> None:
+    """Move every object alive now (the model, torch, the framework: about 200,000) out of the
+    reach of Python's cyclic collector (`gc.freeze`). None of it is garbage, yet each full
+    collection would walk all of it while the event loop waits: pauses of 100 ms and more that
+    every request, `/health` included, sits through."""
+    gc.collect()
+    gc.freeze()
 
 
 class GracefulServer(uvicorn.Server):
