@@ -250,3 +250,31 @@ def test_attention_bodies_are_built_in_one_thread_beside_the_event_loop(run, mon
             assert waiting["answer"][0] == 200
     assert len(builders) == 3 and len(set(builders)) == 1
     assert builders[0].name.startswith("seq2seq-json") and builders[0] is not threading.main_thread()
+
+
+def test_an_answered_job_is_freed_without_the_cyclic_collector(run):
+    """A job and its future hold no cycle: its answer (for /attention, megabytes of maps) is freed
+    when the request is done, not at a later sweep of the collector's slow generations."""
+    import gc
+    import weakref
+
+    from seq2seq.decoding.options import DecodeOptions
+    from seq2seq.serve.batcher import Batcher, Job
+    from seq2seq.training.checkpoint import load_run
+
+    batcher = Batcher(*load_run(run))
+    batcher.start()
+    gc.disable()
+    try:
+        job = Job("attention", ["a dog"], DecodeOptions(beam=2))
+        batcher.submit(job).result(timeout=60)
+        gone = weakref.ref(job)
+        del job
+        batcher.submit(Job("attention", ["a cat"], DecodeOptions(beam=2))).result(
+            timeout=60
+        )  # the worker's next batch
+        assert gone() is None
+        assert batcher.pending == 0 and batcher.pending_work == 0
+    finally:
+        gc.enable()
+        batcher.stop()

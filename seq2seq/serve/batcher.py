@@ -119,14 +119,18 @@ class Batcher:
         with self.lock:
             self.pending += 1
             self.pending_work += job.weight
-        job.future.add_done_callback(lambda _: self._answered(job))
+        # the callback keeps the weight, not the job: a job holding its future and the future's
+        # callback holding the job would be a cycle, and the answer in it (megabytes of maps for
+        # /attention) would wait for Python's collector, in its slow generations, to be freed
+        weight = job.weight
+        job.future.add_done_callback(lambda _: self._answered(weight))
         self.queue.put(job)
         return job.future
 
-    def _answered(self, job: Job) -> None:
+    def _answered(self, weight: int) -> None:
         with self.lock:
             self.pending -= 1
-            self.pending_work -= job.weight
+            self.pending_work -= weight
 
     def seconds_for(self, work: int) -> float:
         """About how long `work` (lines x beam) takes at the rate seen lately."""
