@@ -7,6 +7,10 @@ against `seq2seq serve` in its own process on 127.0.0.1. It reports how every re
     python -m scripts.bench_overload --run RUN --data-dir ... --hang-up 0.05   # clients that leave
     python -m scripts.bench_overload --run RUN --data-dir ... --route attention --lines 1 --clients 32
 
+`/health` is probed from two places: a thread beside the clients, as before, and a process of
+its own, which waits for no client thread to hand it Python's lock, so only its figure is the
+server's alone.
+
 With --hang-up S, every client sends its request and closes the connection S seconds later
 without reading the answer: the report then says how long the server took, after the last client
 left, to have nothing pending (its work dropped, not decoded for nobody).
@@ -15,6 +19,7 @@ left, to have nothing pending (its work dropped, not decoded for nobody).
 import argparse
 import http.client
 import json
+import multiprocessing
 import os
 import socket
 import threading
@@ -68,6 +73,11 @@ class Load:
 
     def run(self) -> dict:
         self.end = time.monotonic() + self.args.seconds
+        apart, out = multiprocessing.get_context("spawn").Pipe(duplex=False)
+        alone = multiprocessing.get_context("spawn").Process(
+            target=probe_alone, args=(self.host, self.port, self.end, out), daemon=True
+        )
+        alone.start()
         threads = [
             threading.Thread(target=self.client, args=(i,), daemon=True) for i in range(self.args.clients)
         ]
@@ -79,10 +89,13 @@ class Load:
             t.start()
         for t in threads:
             t.join(self.args.seconds + self.args.request_timeout + 60)
+        health_alone = apart.recv() if apart.poll(60) else []
+        alone.join(10)
         return {
             "statuses": dict(self.statuses),
             "latencies": self.latencies,
             "health": self.health,
+            "health_alone": health_alone,
             "rss_mb": self.rss,
             "retry_after_missing": self.retry_after_missing,
         }
@@ -131,22 +144,34 @@ class Load:
             self.last_hang_up = time.monotonic()
 
     def prober(self) -> None:
-        while time.monotonic() < self.end:
-            start = time.perf_counter()
-            try:
-                connection = http.client.HTTPConnection(self.host, self.port, timeout=10)
-                connection.request("GET", "/health")
-                connection.getresponse().read()
-                connection.close()
-                self.health.append(time.perf_counter() - start)
-            except OSError:
-                self.health.append(float("inf"))
-            time.sleep(0.2)
+        self.health.extend(probe(self.host, self.port, self.end))
 
     def memory(self) -> None:
         while time.monotonic() < self.end:
             self.rss.append(resident_mb(self.pid))
             time.sleep(0.5)
+
+
+def probe(host: str, port: int, end: float) -> list[float]:
+    """Seconds each GET /health took, one every 0.2 s until time.monotonic() passes `end`."""
+    seconds = []
+    while time.monotonic() < end:
+        start = time.perf_counter()
+        try:
+            connection = http.client.HTTPConnection(host, port, timeout=10)
+            connection.request("GET", "/health")
+            connection.getresponse().read()
+            connection.close()
+            seconds.append(time.perf_counter() - start)
+        except OSError:
+            seconds.append(float("inf"))
+        time.sleep(0.2)
+    return seconds
+
+
+def probe_alone(host: str, port: int, end: float, out) -> None:
+    """`probe` in a process of its own (the clock is the system's, shared across processes)."""
+    out.send(probe(host, port, end))
 
 
 def wait_for_idle(host: str, port: int) -> float:
@@ -168,11 +193,11 @@ def show(report: dict) -> None:
             f"  {status}: p50 {pct(seconds, 50):.2f} s, p99 {pct(seconds, 99):.2f} s, "
             f"max {max(seconds):.2f} s"
         )
-    health = report["health"]
-    print(
-        f"/health over {len(health)} probes: p50 {pct(health, 50) * 1000:.0f} ms, p99 "
-        f"{pct(health, 99) * 1000:.0f} ms, max {max(health) * 1000:.0f} ms"
-    )
+    for where, health in (("beside the clients", report["health"]), ("alone", report["health_alone"])):
+        print(
+            f"/health ({where}) over {len(health)} probes: p50 {pct(health, 50) * 1000:.0f} ms, p99 "
+            f"{pct(health, 99) * 1000:.0f} ms, max {max(health, default=float('nan')) * 1000:.0f} ms"
+        )
     rss = report["rss_mb"]
     warm = rss[len(rss) // 6 :] or rss
     print(f"server RSS: peak {max(rss):.0f} MB; after warm-up {min(warm):.0f}-{max(warm):.0f} MB")
