@@ -73,10 +73,9 @@ class Load:
 
     def run(self) -> dict:
         self.end = time.monotonic() + self.args.seconds
-        apart, out = multiprocessing.get_context("spawn").Pipe(duplex=False)
-        alone = multiprocessing.get_context("spawn").Process(
-            target=probe_alone, args=(self.host, self.port, self.end, out), daemon=True
-        )
+        spawn = multiprocessing.get_context("spawn")
+        apart, out = spawn.Pipe(duplex=False)
+        alone = spawn.Process(target=probe_alone, args=(self.host, self.port, self.end, out), daemon=True)
         alone.start()
         threads = [
             threading.Thread(target=self.client, args=(i,), daemon=True) for i in range(self.args.clients)

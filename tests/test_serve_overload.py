@@ -101,9 +101,8 @@ def test_a_request_the_queue_has_no_room_for_is_refused_before_the_app_parses_it
         status, body = post(f"{url}/attention", {"text": "two men", "beam": 3})
         assert status == 503, body
         assert checked == []  # neither reached the app
-        status, body = post(
-            f"{url}/translate", {"text": "two men", "beam": 999}
-        )  # not weighed: the app's answer
+        # not weighed (a beam above the limit): the app's own answer
+        status, body = post(f"{url}/translate", {"text": "two men", "beam": 999})
         assert status == 422 and "above this server's limit" in body["error"], body
         status, body = post(f"{url}/translate", {"text": "a girl", "greedy": True})  # 1 x 1: room
         gate.opened.set()
@@ -270,9 +269,8 @@ def test_an_answered_job_is_freed_without_the_cyclic_collector(run):
         batcher.submit(job).result(timeout=60)
         gone = weakref.ref(job)
         del job
-        batcher.submit(Job("attention", ["a cat"], DecodeOptions(beam=2))).result(
-            timeout=60
-        )  # the worker's next batch
+        # the worker lets go of its last batch's jobs when it takes the next
+        batcher.submit(Job("attention", ["a cat"], DecodeOptions(beam=2))).result(timeout=60)
         assert gone() is None
         assert batcher.pending == 0 and batcher.pending_work == 0
     finally:

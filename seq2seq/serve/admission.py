@@ -110,7 +110,10 @@ def weight_of(body: bytes, default_beam: int, max_lines: int, max_beam: int) -> 
         return None
     if not (type(samples) is int and 1 <= samples <= MAX_SAMPLES):
         return None
-    return lines * (samples if sample else decode_beam(greedy, beam, sample, default_beam))
+    asked = DecodeOptions(
+        beam=decode_beam(greedy, beam, sample, default_beam), sample=sample, num_samples=samples
+    )
+    return lines * rows_per_line(asked)
 
 
 class Busy:
