@@ -29,3 +29,31 @@ def test_tensors_are_written_as_their_lists(shape, seed):
     value = {"kinds": {"cross": {"weights": weights, "rows": ["<s>", "le"]}}, "line": None}
     plain = {"kinds": {"cross": {"weights": weights.tolist(), "rows": ["<s>", "le"]}}, "line": None}
     assert chunked_json.dumps(value) == json.dumps(plain, ensure_ascii=False).encode()
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(values, st.integers(1, 64))
+def test_the_blocks_join_into_the_same_text_each_at_least_the_size_but_the_last(value, size):
+    blocks = list(chunked_json.chunks(value, size))
+    assert b"".join(blocks) == json.dumps(value, ensure_ascii=False).encode()
+    assert all(len(block) >= size for block in blocks[:-1]) and all(blocks)
+
+
+def test_a_streamed_body_is_built_in_the_executor_it_is_given():
+    import asyncio
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    builders = []
+
+    def value():
+        builders.append(threading.current_thread().name)
+        return {"weights": torch.arange(40_000).reshape(200, 200), "rows": ["é"] * 3}
+
+    async def body() -> bytes:
+        with ThreadPoolExecutor(1, thread_name_prefix="builder") as executor:
+            return b"".join([block async for block in chunked_json.streamed(executor, value)])
+
+    text = asyncio.run(body())
+    assert json.loads(text) == {"weights": torch.arange(40_000).reshape(200, 200).tolist(), "rows": ["é"] * 3}
+    assert builders and builders[0].startswith("builder")

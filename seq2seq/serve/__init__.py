@@ -6,7 +6,7 @@
     info.py     what /info says about the run, and the check that the extra is installed
     admission.py  what a request weighs, the queue's bound (503), deadlines (504), clients that leave
     lines.py    a request's lines checked (blank, line breaks, surrogates, lengths) before tokenizing
-    chunked_json.py  a large JSON body written in small pieces, off the event loop
+    chunked_json.py  a large JSON body written in small pieces off the event loop, sent as it is built
     connections.py  the h11 protocol with header/body/idle deadlines and a bound on connections
     logs.py     a repeated error logged once a minute
     guard.py    Host check, API key, security headers

@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 from dataclasses import fields
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from seq2seq.decoding.alternatives import MAX_ALTERNATIVES
@@ -243,10 +243,9 @@ def create_app(
         admit(batcher, job.weight, max_queue)
         check_work(request_work(model, tokenizer, lines, job.options, pieces), max_work)
         maps = (await answer(http, batcher, job, request_timeout))[0]
-        body = await asyncio.get_running_loop().run_in_executor(
-            json_thread, lambda: chunked_json.dumps(maps_json(maps, lists=False))
-        )
-        return Response(body, media_type="application/json")
+        # sent as it is built: megabytes of weights are never held whole, nor copied in one call
+        body = chunked_json.streamed(json_thread, lambda: maps_json(maps, lists=False))
+        return StreamingResponse(body, media_type="application/json")
 
     def request_prefixes(
         prefix: str | list[str] | None, lines: int, limit: int

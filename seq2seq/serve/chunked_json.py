@@ -2,10 +2,16 @@
 but no single call holds Python's lock for long. json.dumps of an /attention answer (megabytes of
 weights) is one C call that keeps every other thread, the event loop's included, waiting until it
 ends; built map row by map row in a worker thread, the loop gets the lock back between rows and
-`/health` answers while 32 such bodies are being built."""
+`/health` answers while 32 such bodies are being built.
 
+`chunks` hands the text over in blocks of about `size` bytes, for a body sent as it is built: the
+whole text is never held at once, and the loop writes a block at a time instead of joining,
+encoding and copying megabytes in one call each."""
+
+import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import Executor
 
 import torch
 
@@ -13,6 +19,32 @@ import torch
 def dumps(value) -> bytes:
     """`value` (dicts, lists, tensors and JSON scalars) as UTF-8 JSON text."""
     return "".join(_pieces(value)).encode()
+
+
+async def streamed(executor: Executor, value_of: Callable[[], object]) -> AsyncIterator[bytes]:
+    """The blocks of `value_of()`'s JSON, each built in `executor` (`value_of` is called there too,
+    before the first): a response body the event loop only passes on."""
+    loop = asyncio.get_running_loop()
+    blocks = _blocks(value_of)  # a generator: nothing of it runs until the first next()
+    while (block := await loop.run_in_executor(executor, next, blocks, None)) is not None:
+        yield block
+
+
+def _blocks(value_of: Callable[[], object]) -> Iterator[bytes]:
+    yield from chunks(value_of())
+
+
+def chunks(value, size: int = 1 << 16) -> Iterator[bytes]:
+    """The same bytes as `dumps(value)`, in blocks of at least `size` bytes (the last may be shorter)."""
+    block, length = [], 0
+    for piece in _pieces(value):
+        block.append(piece)
+        length += len(piece)  # characters: at least as many bytes, so a block is at least `size`
+        if length >= size:
+            yield "".join(block).encode()
+            block, length = [], 0
+    if block:
+        yield "".join(block).encode()
 
 
 def _pieces(value) -> Iterator[str]:
