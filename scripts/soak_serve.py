@@ -174,7 +174,8 @@ class Soak:
             time.sleep(0.02)
 
     def timed(self, seconds: float) -> None:
-        minute = int((time.monotonic() - self.start) // 60)
+        # a request answered after the end (sent in the last minute) counts in the last minute
+        minute = min(int((time.monotonic() - self.start) // 60), int(self.args.minutes * 60 - 1) // 60)
         with self.lock:
             self.latency.setdefault(minute, []).append(seconds)
 
@@ -189,20 +190,24 @@ class Soak:
 
     def show(self, tracebacks: int, exit_status: int) -> None:
         print(f"requests by kind: {dict(self.kinds)}")
-        print("| minute | 200s | p50 | p99 | RSS (MB, end of minute) |")
-        print("|---:|---:|---:|---:|---:|")
+        print("| minute | 200s | p50 | p99 | RSS at its end | RSS, lowest-highest in it |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        peaks = []
         for minute in sorted(self.latency):
             seconds = sorted(self.latency[minute])
-            rss = [mb for t, mb in self.rss if t < (minute + 1) * 60]
+            rss = [mb for t, mb in self.rss if minute * 60 <= t < (minute + 1) * 60] or [float("nan")]
+            if minute:  # the first minute is the warm-up
+                peaks.append(max(rss))
             print(
                 f"| {minute + 1} | {len(seconds)} | {pct(seconds, 50):.2f} s | {pct(seconds, 99):.2f} s | "
-                f"{rss[-1] if rss else float('nan'):.0f} |"
+                f"{rss[-1]:.0f} MB | {min(rss):.0f}-{max(rss):.0f} MB |"
             )
         warm = [mb for t, mb in self.rss if t >= 60]
-        if warm:
+        if warm and peaks:
             print(
                 f"RSS after the first minute: {min(warm):.0f}-{max(warm):.0f} MB "
-                f"({max(warm) / min(warm) - 1:.1%} apart)"
+                f"({max(warm) / min(warm) - 1:.1%} apart); each minute's highest: "
+                f"{min(peaks):.0f}-{max(peaks):.0f} MB ({max(peaks) / min(peaks) - 1:.1%} apart)"
             )
         print(f"wrong answers: {self.wrong}; contract violations: {len(self.violations)}")
         for what in self.violations[:5]:
