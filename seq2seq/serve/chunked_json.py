@@ -16,11 +16,6 @@ from concurrent.futures import Executor
 import torch
 
 
-def dumps(value) -> bytes:
-    """`value` (dicts, lists, tensors and JSON scalars) as UTF-8 JSON text."""
-    return "".join(_pieces(value)).encode()
-
-
 async def streamed(executor: Executor, value_of: Callable[[], object]) -> AsyncIterator[bytes]:
     """The blocks of `value_of()`'s JSON, each built in `executor` (`value_of` is called there too,
     before the first): a response body the event loop only passes on."""
@@ -35,7 +30,8 @@ def _blocks(value_of: Callable[[], object]) -> Iterator[bytes]:
 
 
 def chunks(value, size: int = 1 << 16) -> Iterator[bytes]:
-    """The same bytes as `dumps(value)`, in blocks of at least `size` bytes (the last may be shorter)."""
+    """`value` (dicts, lists, tensors and JSON scalars) as UTF-8 JSON text, in blocks of at least
+    `size` bytes (the last may be shorter)."""
     block, length = [], 0
     for piece in _pieces(value):
         block.append(piece)
