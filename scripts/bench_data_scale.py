@@ -190,7 +190,7 @@ def disk_mib(folder: Path) -> float:
 
 def measured(command: list[str], env: dict, what: str) -> dict:
     """Run `command`, its process tree's memory sampled; its last line of JSON, with the tree's
-    peaks (`tree_gib`: resident, `anon_gib`: anonymous) added."""
+    peaks (`tree_gib`: resident, `anon_gib`: anonymous, `pss_gib`: proportional) added."""
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     memory = TreeMemory(child.pid)
     out, err = child.communicate()
@@ -201,6 +201,7 @@ def measured(command: list[str], env: dict, what: str) -> dict:
         **json.loads(out.strip().splitlines()[-1]),
         "tree_gib": memory.peak_rss_gib,
         "anon_gib": memory.peak_anon_gib,
+        "pss_gib": memory.peak_pss_gib,
     }
 
 
@@ -226,7 +227,7 @@ def main() -> None:
     if args.no_starts:
         return
     header = "code | start | seconds to the first step | peak RSS GiB | largest worker GiB"
-    print(f"\n| {header} | all processes: RSS / anonymous GiB | run directory MiB |")
+    print(f"\n| {header} | all processes: RSS / anonymous / PSS GiB | run directory MiB |")
     print("|---|---|---|---|---|---|---|")
     starts = [("before", args.before, corpus, False), ("this checkout", REPO, corpus, False)]
     if args.stream:
@@ -239,7 +240,8 @@ def main() -> None:
         run.mkdir(parents=True)
         for which in ("first", "second"):
             r = start(checkout.resolve(), source, run, args.tokenizer_sentences, stream)
-            peaks = f"{r['peak_gib']:.2f} | {r['worker_gib']:.2f} | {r['tree_gib']:.2f} / {r['anon_gib']:.2f}"
+            tree = f"{r['tree_gib']:.2f} / {r['anon_gib']:.2f} / {r['pss_gib']:.2f}"
+            peaks = f"{r['peak_gib']:.2f} | {r['worker_gib']:.2f} | {tree}"
             print(f"| {name} | {which} | {r['seconds']:.1f} | {peaks} | {r['run_mib']:.0f} |", flush=True)
     if args.stream:
         padding_table(args.work / "run-this-checkout", [10_000, 100_000])

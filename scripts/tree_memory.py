@@ -4,6 +4,11 @@ ru_maxrss gives one process's peak, and counts the pages of memory-mapped files 
 the kernel can drop and read again). A start that forks workers needs the sum over the tree at
 its fullest moment, and what a machine must really have is the anonymous part (RssAnon: heap,
 stacks, copies), so both are sampled from /proc every `interval` seconds.
+
+A sum of RSS counts a page every process maps once per process: the memory-mapped set that the
+training process and its workers all read, the pages a forked worker shares with its parent. The
+proportional set size (Pss, /proc/PID/smaps_rollup) charges each process its share of such a page,
+so the tree's summed Pss is the memory it holds, each page once; it is sampled beside the others.
 """
 
 import threading
@@ -35,31 +40,42 @@ def _status_kib(pid: int) -> tuple[int, int]:
     return values["VmRSS:"], values["RssAnon:"]
 
 
-def tree_kib(root: int) -> tuple[int, int]:
-    """Summed VmRSS and RssAnon (KiB) of `root` and its descendants."""
-    tree, todo, rss, anon = _children(), [root], 0, 0
+def _pss_kib(pid: int) -> int:
+    """Pss of `pid` in KiB; zero once it has gone."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def tree_kib(root: int) -> tuple[int, int, int]:
+    """Summed VmRSS, RssAnon and Pss (KiB) of `root` and its descendants."""
+    tree, todo, rss, anon, pss = _children(), [root], 0, 0, 0
     while todo:
         pid = todo.pop()
         one_rss, one_anon = _status_kib(pid)
-        rss, anon = rss + one_rss, anon + one_anon
+        rss, anon, pss = rss + one_rss, anon + one_anon, pss + _pss_kib(pid)
         todo.extend(tree.get(pid, []))
-    return rss, anon
+    return rss, anon, pss
 
 
 class TreeMemory:
-    """Samples `tree_kib(pid)` in a thread until `stop()`; `peak_rss_gib` and `peak_anon_gib` are
-    the largest sums seen."""
+    """Samples `tree_kib(pid)` in a thread until `stop()`; `peak_rss_gib`, `peak_anon_gib` and
+    `peak_pss_gib` are the largest sums seen."""
 
     def __init__(self, pid: int, interval: float = 0.25):
-        self.pid, self.interval, self.rss, self.anon = pid, interval, 0, 0
+        self.pid, self.interval, self.rss, self.anon, self.pss = pid, interval, 0, 0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            rss, anon = tree_kib(self.pid)
-            self.rss, self.anon = max(self.rss, rss), max(self.anon, anon)
+            rss, anon, pss = tree_kib(self.pid)
+            self.rss, self.anon, self.pss = max(self.rss, rss), max(self.anon, anon), max(self.pss, pss)
 
     def stop(self) -> "TreeMemory":
         self._stop.set()
@@ -73,3 +89,7 @@ class TreeMemory:
     @property
     def peak_anon_gib(self) -> float:
         return self.anon / 2**20
+
+    @property
+    def peak_pss_gib(self) -> float:
+        return self.pss / 2**20
