@@ -27,28 +27,18 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def _status_kib(pid: int) -> tuple[int, int]:
-    """VmRSS and RssAnon of `pid` in KiB; zeros once it has gone."""
-    values = {"VmRSS:": 0, "RssAnon:": 0}
+def _fields_kib(path: str, names: tuple[str, ...]) -> list[int]:
+    """The KiB values of the `names` lines ("VmRSS:", "Pss:") of a /proc file; zeros once the
+    process has gone."""
+    values = dict.fromkeys(names, 0)
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        for line in Path(path).read_text().splitlines():
             name, *rest = line.split()
             if name in values:
                 values[name] = int(rest[0])
     except (OSError, ValueError, IndexError):
         pass
-    return values["VmRSS:"], values["RssAnon:"]
-
-
-def _pss_kib(pid: int) -> int:
-    """Pss of `pid` in KiB; zero once it has gone."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
+    return [values[name] for name in names]
 
 
 def tree_kib(root: int) -> tuple[int, int, int]:
@@ -56,8 +46,9 @@ def tree_kib(root: int) -> tuple[int, int, int]:
     tree, todo, rss, anon, pss = _children(), [root], 0, 0, 0
     while todo:
         pid = todo.pop()
-        one_rss, one_anon = _status_kib(pid)
-        rss, anon, pss = rss + one_rss, anon + one_anon, pss + _pss_kib(pid)
+        one_rss, one_anon = _fields_kib(f"/proc/{pid}/status", ("VmRSS:", "RssAnon:"))
+        (one_pss,) = _fields_kib(f"/proc/{pid}/smaps_rollup", ("Pss:",))
+        rss, anon, pss = rss + one_rss, anon + one_anon, pss + one_pss
         todo.extend(tree.get(pid, []))
     return rss, anon, pss
 
