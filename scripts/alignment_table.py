@@ -20,8 +20,10 @@ from seq2seq.alignment.baseline import eflomal_with_corpus
 from seq2seq.alignment.methods import Method
 from seq2seq.alignment.pharaoh import read_links
 from seq2seq.alignment.score import score
+from seq2seq.decoding.attention import cross_layers
 from seq2seq.training.checkpoint import load_run
-from seq2seq.training.resume import stored_languages, stored_train_config
+from seq2seq.training.guided import trained_head
+from seq2seq.training.resume import stored_guidance, stored_languages
 
 GOLD = REPO / "data" / "alignment"
 
@@ -85,10 +87,9 @@ def main() -> None:
     if not args.no_ig:
         label = f"integrated gradients ({args.steps} steps), argmax"
         methods[label] = (Method("ig", steps=args.steps), argmax)
-    recipe = stored_train_config(args.run)
-    if recipe.guided_alignment is not None:  # the head that guided alignment trained, where it did
-        guided = recipe.guided_layer or max(model.cfg.n_decoder_layers - 1, 1)
-        where = "shift" if recipe.guided_position == "input" else "attention"
+    guided = trained_head(cross_layers(model), **stored_guidance(args.run))
+    if guided is not None:  # the head that guided alignment trained, read where it was trained
+        where, guided, _ = guided
         for extraction in (argmax, rule):
             label = f"{where}, the guided head (layer {guided} head 1), {rule_name(extraction)}"
             methods[label] = (Method(where, guided, 1), extraction)

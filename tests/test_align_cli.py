@@ -1,6 +1,7 @@
 """`seq2seq align`: a line out per pair in, scores against gold, and one-line errors on bad input."""
 
 import json
+import shutil
 
 import pytest
 
@@ -56,6 +57,32 @@ def test_gold_scores_and_the_table_of_heads(cli, tiny_run, pairs):
         if r["method"].endswith("mean of heads") and r["method"] != "attention layer 1 mean of heads"
     )
     assert mean["aer"] == pytest.approx(row["aer"])  # the last layer's mean: the default method
+
+
+@pytest.mark.parametrize(
+    "layer, position, read_as",
+    [
+        (2, "input", ["--method", "shift", "--layer", "2", "--head", "1"]),
+        (None, "output", ["--method", "attention", "--layer", "1", "--head", "1"]),  # the penultimate
+    ],
+)
+def test_a_guided_run_is_aligned_with_the_head_it_trained(cli, tiny_run, pairs, layer, position, read_as):
+    run = pairs / "guided"
+    shutil.copytree(tiny_run[0], run)
+    sections = json.loads((run / "config.json").read_text())
+    guidance = {"guided_alignment": "train.align", "guided_layer": layer, "guided_position": position}
+    sections["train"].update(guidance)
+    (run / "config.json").write_text(json.dumps(sections))
+    scored = lambda *more: cli(*args(run, pairs, "--gold", pairs / "gold.txt", "--json", *more))  # noqa: E731
+    default, explicit = scored(), scored(*read_as)
+    assert default.code == 0 and explicit.code == 0, default.err + explicit.err
+    assert json.loads(default.out) == json.loads(explicit.out)
+    assert "mean of heads" not in json.loads(default.out)["method"]
+    said = f"the head --guided-alignment trained: layer {read_as[3]} head 1"
+    assert said in default.err and said not in explicit.err
+    # a method, layer or head given is what aligns: here the unguided run's default
+    unguided = cli(*args(tiny_run[0], pairs, "--gold", pairs / "gold.txt", "--json"))
+    assert json.loads(scored("--method", "attention").out) == json.loads(unguided.out)
 
 
 def test_eflomal_aligns_beside_the_model(cli, tiny_run, pairs):

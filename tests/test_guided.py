@@ -15,7 +15,7 @@ from seq2seq.alignment.score import score
 from seq2seq.errors import Seq2SeqError
 from seq2seq.training.checkpoint import load_run
 from seq2seq.training.config import TrainConfig
-from seq2seq.training.guided import Guide
+from seq2seq.training.guided import Guide, trained_head
 from seq2seq.training.train import train
 from tests.conftest import write_multi30k
 from tests.helpers import REVERSE_MODEL, train_args, write_reversal_task
@@ -50,6 +50,13 @@ def test_the_loss_is_the_cross_entropy_of_the_first_head_of_the_penultimate_laye
     assert guide.loss(cross, q).item() == pytest.approx(-0.5 * np.log(0.5))
     with pytest.raises(Seq2SeqError, match="--guided-layer 4: the model has 3"):
         Guide(guide.links, starts, layer=4, weight=0.5).loss(cross, q)
+
+
+def test_the_trained_head_is_read_where_it_was_supervised():
+    assert trained_head(3) is None  # a run without guidance
+    assert trained_head(3, "links") == ("attention", 2, 1)  # the penultimate, where it predicts
+    assert trained_head(1, "links") == ("attention", 1, 1)  # a one-layer decoder's (the RNN's)
+    assert trained_head(3, "links", 1, "input") == ("shift", 1, 1)
 
 
 def reversal_links(path, n_words: list[int]) -> None:

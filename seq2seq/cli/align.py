@@ -15,7 +15,9 @@ from seq2seq.errors import Seq2SeqError
 METHOD_HELP = (
     "attention (cross-attention of --layer/--head at the position that produced each target word), "
     "shift (the same one step later, where the word is the decoder's input: Shift-Att), gradxinput "
-    "(gradient x input over the source embeddings) or ig (integrated gradients, --steps)."
+    "(gradient x input over the source embeddings) or ig (integrated gradients, --steps) [default: "
+    "attention; for a run trained with --guided-alignment and no --layer/--head given, the head it "
+    "trained, read where it was trained]."
 )
 EXTRACT_HELP = (
     "argmax: each target word linked to its highest-scoring source word; intersect: those argmax links "
@@ -34,7 +36,7 @@ def align(
         None, "--target", help="Their translations, forced through the decoder [default: the model's own]."
     ),
     run: Path | None = RUN,
-    method: str = typer.Option("attention", "--method", help=METHOD_HELP),
+    method: str | None = typer.Option(None, "--method", help=METHOD_HELP),
     layer: int | None = typer.Option(None, "--layer", min=1, help="Decoder layer, from 1 [default: last]."),
     head: int | None = typer.Option(None, "--head", min=1, help="Head, from 1 [default: their mean]."),
     steps: int = typer.Option(32, "--steps", min=1, max=1024, help="Integrated gradients' steps."),
@@ -92,13 +94,13 @@ def align(
         from seq2seq.views import plots
 
         plots.require()
-    if all_heads and (gold is None or method not in ("attention", "shift")):
+    if all_heads and (gold is None or method not in (None, "attention", "shift")):
         raise typer.BadParameter("goes with --gold and --method attention or shift", param_hint="--all-heads")
     if baseline not in (None, "eflomal"):
         raise typer.BadParameter(f"must be eflomal, not {baseline!r}", param_hint="--baseline")
     if baseline is not None and target is None:
         raise typer.BadParameter("needs --target: eflomal aligns given pairs", param_hint="--baseline")
-    chosen = Method(method, layer, head, steps)
+    chosen = Method(method or "attention", layer, head, steps)
     sources = read_lines(source)
     targets = read_lines(target) if target is not None else None
     if targets is not None and len(targets) != len(sources):
@@ -112,6 +114,8 @@ def align(
         from seq2seq.alignment.api import head_name, head_scores
 
         model, tokenizer, options = _load(run, device, beam, batch_size)
+        if method is None and layer is None and head is None:
+            chosen = _trained_head(run, model, steps) or chosen
         if all_heads:
             shifted = chosen.name == "shift"
             table, found = head_scores(
@@ -147,6 +151,24 @@ def _load(run, device, beam: int, batch_size: int):
     options = DecodeOptions(beam=beam, batch_size=batch_size)
     options.check()
     return *load_run(run, device), options
+
+
+def _trained_head(run: Path, model, steps: int):
+    """The method that reads the head the run's --guided-alignment trained (None for a run trained
+    without), as Marian's and fairseq's aligners read theirs, said on stderr."""
+    from seq2seq.alignment.methods import Method
+    from seq2seq.cli.display import err
+    from seq2seq.decoding.attention import cross_layers
+    from seq2seq.training.guided import trained_head
+    from seq2seq.training.resume import stored_guidance
+
+    trained = trained_head(cross_layers(model), **stored_guidance(run))
+    if trained is None:
+        return None
+    name, layer, head = trained
+    where = ", shifted by one (Shift-Att)" if name == "shift" else ""
+    err.print(f"aligning with the head --guided-alignment trained: layer {layer} head {head}{where}")
+    return Method(name, layer, head, steps)
 
 
 def _draw(model, found, gold_links, chosen, png: Path | None, html: Path | None) -> None:

@@ -221,3 +221,11 @@ def _teacher_forced(
             one[kind] = w[i, :, :, : size[rows], : size[cols]].clone()  # (L, H, rows, cols)
         out.append(one)
     return out
+
+
+def cross_layers(model: Seq2SeqModel) -> int:
+    """How many layers of cross-attention the model has (the RNN's one alignment: one), read from
+    the maps of a one-piece pass."""
+    with torch.inference_mode():
+        (weights,) = _teacher_forced(model, [[EOS_ID]], [[]])
+    return weights["cross"].shape[0]

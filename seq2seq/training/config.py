@@ -119,14 +119,14 @@ class TrainConfig:
         100.0,
     )
     guided_layer: int | None = option(
-        None,
+        1,
         "The decoder layer (1-based) whose first cross-attention head --guided-alignment supervises "
-        "[default: the penultimate, or the only one].",
+        "(the first aligns best where the word is read: docs/alignment.md).",
         1,
         None,
     )
     guided_position: str = option(
-        "output",
+        "input",
         "Where --guided-alignment supervises a target piece's links: output (the position that "
         "predicts the piece, Garg et al.) or input (one step later, where the piece is the decoder's "
         "input and the head reads it; align with --method shift).",

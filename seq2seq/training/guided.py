@@ -96,11 +96,34 @@ class Guide:
     def loss(self, cross: list[Tensor], targets: Tensor) -> Tensor:
         """The summed term, weighted: `cross` is the record's cross-attention, a (B, H, T, S) per
         layer; the first head of the chosen layer is supervised."""
-        layer = self.layer or max(len(cross) - 1, 1)
+        layer = supervised_layer(self.layer, len(cross))
         if layer > len(cross):
             raise Seq2SeqError(f"--guided-layer {layer}: the model has {len(cross)} decoder layers")
         attention = cross[layer - 1][:, 0].float()  # (B, T, S)
         return -self.weight * (targets * attention.clamp_min(1e-6).log()).sum()
+
+
+def supervised_layer(layer: int | None, n_layers: int) -> int:
+    """The decoder layer (1-based) a guide supervises: `layer`, or by default the penultimate
+    (Garg et al.), the only one of a one-layer decoder."""
+    return layer or max(n_layers - 1, 1)
+
+
+def trained_head(
+    n_layers: int,
+    guided_alignment: str | None = None,
+    guided_layer: int | None = None,
+    guided_position: str = "output",
+) -> tuple[str, int, int] | None:
+    """How to read the head a recipe's --guided-alignment trained (its fields, as
+    `stored_guidance` gives them), as an alignment `Method`'s name, layer and head: the first head of
+    the supervised layer, unshifted where it was supervised at the position that predicts a piece,
+    shifted by one (Shift-Att) where the piece is the decoder's input; None for a run trained
+    without guidance."""
+    if guided_alignment is None:
+        return None
+    name = "shift" if guided_position == "input" else "attention"
+    return name, supervised_layer(guided_layer, n_layers), 1
 
 
 def guide_of(config, train_set: TokenizedPairs, tokenizer) -> Guide | None:

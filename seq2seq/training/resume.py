@@ -17,6 +17,7 @@ from seq2seq.training.config import ADDED, LIMITS, OLDER_RECIPES, REMOVED, REMOV
 # comes last, so that a refusal names the shape option that differs rather than the preset under it.
 MODEL_OPTIONS = ("arch", "dropout", *ARCHITECTURE_OPTIONS, "preset")
 
+GUIDANCE = ("guided_alignment", "guided_layer", "guided_position")  # the fields `align` reads of a recipe
 
 # the state's `stream` (training/streaming.py): the place of the part a streamed run trains on
 PLACE = {"part": int, "start": (dict, type(None)), "offset": int, "digest": str}
@@ -75,6 +76,13 @@ def check_place(value: object, where: Path) -> None:
     first = good and value["part"] == 0
     if not good or first != (value["start"] is None) or (first and value["offset"] != 0):
         raise Seq2SeqError(f"{where}: the trainer state's stream place is not one this version writes")
+
+
+def stored_guidance(run_dir: Path) -> dict:
+    """The guided alignment fields of the recipe a run recorded; a run imported from elsewhere, or
+    written before they existed, trained without guidance."""
+    values, _ = _train_section(run_dir)
+    return {name: values.get(name, ADDED[name]) for name in GUIDANCE}
 
 
 def stored_train_config(run_dir: Path) -> TrainConfig:
