@@ -87,12 +87,13 @@ def main() -> None:
     if not args.no_ig:
         label = f"integrated gradients ({args.steps} steps), argmax"
         methods[label] = (Method("ig", steps=args.steps), argmax)
-    guided = trained_head(cross_layers(model), **stored_guidance(args.run))
-    if guided is not None:  # the head that guided alignment trained, read where it was trained
-        where, guided, _ = guided
+    trained = trained_head(cross_layers(model), **stored_guidance(args.run))
+    if trained is not None:  # the head that guided alignment trained, read where it was trained
+        where, layer_trained, head_trained = trained
+        head_name = f"the guided head (layer {layer_trained} head {head_trained})"
         for extraction in (argmax, rule):
-            label = f"{where}, the guided head (layer {guided} head 1), {rule_name(extraction)}"
-            methods[label] = (Method(where, guided, 1), extraction)
+            label = f"{where}, {head_name}, {rule_name(extraction)}"
+            methods[label] = (Method(*trained), extraction)
     rows = []
     for name, (method, (extraction, threshold)) in methods.items():
         start = time.perf_counter()
