@@ -4,7 +4,9 @@ The settings are chosen on the development half (the layer, head, extraction rul
 unshifted or Shift-Att, of the best attention map) and the figures reported on the test half: the
 last layer's mean cross-attention, the settings chosen on dev, Shift-Att (of both), gradient x
 input, integrated gradients, the head guided alignment trained (for a run that used it), and
-eflomal trained on the run's training pairs plus the pairs aligned.
+eflomal trained on the run's training pairs plus the pairs aligned. With --reverse-run (a run
+translating the other way), the two directions' links symmetrized as eflomal's are, by the rule
+(intersect or grow) the development half chooses.
 
     python -m scripts.alignment_table --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
 """
@@ -15,7 +17,7 @@ import time
 from pathlib import Path
 
 from scripts.common import REPO, cpu
-from seq2seq.alignment.api import align, head_scores
+from seq2seq.alignment.api import align, head_scores, symmetrized
 from seq2seq.alignment.baseline import eflomal_with_corpus
 from seq2seq.alignment.methods import Method
 from seq2seq.alignment.pharaoh import read_links
@@ -52,8 +54,44 @@ def best_head(model, tokenizer, dev) -> tuple[str, int, int | None, tuple[str, f
     return best
 
 
+def both_directions(forward, reverse, pairs, rule: str) -> list:
+    """`pairs` aligned by (model, tokenizer, method) `forward` and, turned round, by `reverse`,
+    symmetrized by `rule`."""
+    model, tokenizer, method = forward
+    ahead = align(model, tokenizer, pairs[0], pairs[1], method)
+    back = align(*reverse[:2], pairs[1], pairs[0], reverse[2])
+    return symmetrized(ahead, back, rule)
+
+
+def guided_or(run: Path, model, method: Method) -> Method:
+    """The head the run's --guided-alignment trained, or `method` for a run trained without."""
+    trained = trained_head(cross_layers(model), **stored_guidance(run))
+    return method if trained is None else Method(*trained)
+
+
 def rule_name(rule: tuple[str, float]) -> str:
     return f"threshold {rule[1]}" if rule[0] == "threshold" else rule[0]
+
+
+def reverse_rows(run: Path, reverse_run: Path, model, tokenizer, chosen: Method, dev, test) -> list:
+    """Test rows of the two directions symmetrized, each run read with its guided head (or the
+    method chosen on dev), the rule (intersect or grow) chosen on dev."""
+    back_model, back_tokenizer = load_run(reverse_run)
+    forward = (model, tokenizer, guided_or(run, model, chosen))
+    reverse = (back_model, back_tokenizer, guided_or(reverse_run, back_model, chosen))
+    rules = ("intersect", "grow")
+    dev_aer = {
+        r: score([a.links for a in both_directions(forward, reverse, dev, r)], dev[2]).aer for r in rules
+    }
+    best = min(rules, key=dev_aer.get)
+    rows = []
+    for rule in rules:
+        start = time.perf_counter()
+        found = both_directions(forward, reverse, test, rule)
+        label = f"both directions ({found[0].method})"
+        label += f" (chosen on dev: dev AER {dev_aer[rule]:.3f})" if rule == best else ""
+        rows.append((label, score([a.links for a in found], test[2]), time.perf_counter() - start))
+    return rows
 
 
 def main() -> None:
@@ -64,12 +102,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=32, help="integrated gradients' steps")
     parser.add_argument("--no-eflomal", action="store_true")
     parser.add_argument("--no-ig", action="store_true", help="skip integrated gradients (slow on a CPU)")
+    parser.add_argument("--reverse-run", type=Path, help="a run translating the other way")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
     print(cpu())
     model, tokenizer = load_run(args.run)
     dev, test = half("dev", args.gold_dir), half("test", args.gold_dir)
     name, layer, head, rule, dev_aer = best_head(model, tokenizer, dev)
+    dev_method = Method(name, layer, head)
     chosen = f"layer {layer} head {head or 'mean'}, {rule_name(rule)}"
     shown = {"attention": "attention", "shift": "Shift-Att"}[name]
     print(f"chosen on dev: {shown}, {chosen} (dev AER {dev_aer:.3f})")
@@ -99,6 +139,8 @@ def main() -> None:
         start = time.perf_counter()
         found = align(model, tokenizer, test[0], test[1], method, extraction, threshold)
         rows.append((name, score([a.links for a in found], test[2]), time.perf_counter() - start))
+    if args.reverse_run is not None:
+        rows += reverse_rows(args.run, args.reverse_run, model, tokenizer, dev_method, dev, test)
     if not args.no_eflomal:
         start = time.perf_counter()
         links, n_train = eflomal_with_corpus(test[0], test[1], *stored_languages(args.run), args.data_dir)

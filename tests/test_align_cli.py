@@ -6,6 +6,7 @@ import shutil
 import pytest
 
 from seq2seq.alignment.pharaoh import parse_line
+from seq2seq.alignment.symmetry import grow_diag_final_and
 from tests.conftest import EN, FR
 
 
@@ -83,6 +84,66 @@ def test_a_guided_run_is_aligned_with_the_head_it_trained(cli, tiny_run, pairs, 
     # a method, layer or head given is what aligns: here the unguided run's default
     unguided = cli(*args(tiny_run[0], pairs, "--gold", pairs / "gold.txt", "--json"))
     assert json.loads(scored("--method", "attention").out) == json.loads(unguided.out)
+
+
+def turned_round(tiny_run, pairs):
+    """The tiny run, recorded as translating fr->en (its joint tokenizer reads either side)."""
+    run = pairs / "fr-en"
+    shutil.copytree(tiny_run[0], run)
+    sections = json.loads((run / "config.json").read_text())
+    sections["train"].update(src="fr", tgt="en")
+    (run / "config.json").write_text(json.dumps(sections))
+    return run
+
+
+def link_sets(result) -> list[set[tuple[int, int]]]:
+    assert result.code == 0, result.err
+    return [set(map(tuple, json.loads(line))) for line in result.out.splitlines()]
+
+
+@pytest.mark.parametrize("rule", ["intersect", "grow"])
+def test_a_reverse_run_symmetrizes_the_two_directions(cli, tiny_run, pairs, rule):
+    back = turned_round(tiny_run, pairs)
+    forward = link_sets(cli(*args(tiny_run[0], pairs, "--json")))
+    reverse = link_sets(
+        cli("align", "--run", back, "--source", pairs / "tgt.txt", "--target", pairs / "src.txt", "--json")
+    )
+    both = link_sets(cli(*args(tiny_run[0], pairs, "--reverse-run", back, "--extract", rule, "--json")))
+    turned = [{(i, j) for j, i in links} for links in reverse]
+    if rule == "intersect":
+        assert both == [f & r for f, r in zip(forward, turned, strict=True)]
+    else:
+        assert both == [grow_diag_final_and(f, r) for f, r in zip(forward, turned, strict=True)]
+    # without a target, the reverse run is forced through the forward run's own translations
+    (pairs / "src.txt").write_text("a dog runs\n\nthe cat sleeps\n")
+    own = cli(
+        "align",
+        "--run",
+        tiny_run[0],
+        "--source",
+        pairs / "src.txt",
+        "--reverse-run",
+        back,
+        "--extract",
+        rule,
+        "--json",
+    )
+    assert len(link_sets(own)) == 3 and link_sets(own)[1] == set()
+
+
+@pytest.mark.parametrize(
+    "turn, extract, message",
+    [
+        (False, "intersect", "translates en->fr, not fr->en"),
+        (True, "argmax", "intersect or grow, not argmax"),
+    ],
+)
+def test_a_reverse_run_must_translate_the_other_way(cli, tiny_run, pairs, turn, extract, message):
+    back = turned_round(tiny_run, pairs) if turn else tiny_run[0]
+    out = pairs / "links.txt"
+    result = cli(*args(tiny_run[0], pairs, "--reverse-run", back, "--extract", extract, "--output", out))
+    assert result.code == 2 and message in result.err, result.err
+    assert not out.exists()
 
 
 def test_eflomal_aligns_beside_the_model(cli, tiny_run, pairs):

@@ -5,7 +5,7 @@ attribution, for given translations (forced through the decoder) or for the mode
 >>> result[0].pharaoh()  # "0-0 1-1 2-2 3-3": source word first, 0-based
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from seq2seq.alignment.extract import extract, word_scores
 from seq2seq.alignment.methods import Method, all_heads, piece_scores
 from seq2seq.alignment.pharaoh import Link, Links
 from seq2seq.alignment.score import AlignmentScore, score
+from seq2seq.alignment.symmetry import grow_diag_final_and
 from seq2seq.alignment.words import piece_words
 from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.attention import AttentionMaps, attention_of
@@ -88,6 +89,29 @@ def align(
     }
     empty = np.zeros((0, 0))
     return [found.get(i) or Alignment([], [], set(), empty, method.describe()) for i in range(len(sources))]
+
+
+def symmetrized(forward: list[Alignment], reverse: list[Alignment], rule: str) -> list[Alignment]:
+    """Each pair's argmax links symmetrized with those of a model that translates the other way,
+    as eflomal's and fast_align's two directions are. `forward` aligns the pairs (source, target),
+    `reverse` the same pairs turned round (target, source), both by `argmax`; `rule` is `intersect`
+    (the links both directions give) or `grow` (those grown by grow-diag-final-and). The result
+    keeps the forward alignment's scores and maps, which the pictures draw the links over."""
+    if rule not in ("intersect", "grow"):
+        raise Seq2SeqError(f"two directions are symmetrized by intersect or grow, not {rule!r}")
+    if len(forward) != len(reverse):
+        raise Seq2SeqError(f"{len(forward)} pairs one way but {len(reverse)} the other")
+    out = []
+    for number, (f, r) in enumerate(zip(forward, reverse, strict=True), start=1):
+        if not (f.source_words and f.target_words):  # a blank line, or a translation to nothing
+            out.append(f)
+            continue
+        if (f.source_words, f.target_words) != (r.target_words, r.source_words):
+            raise Seq2SeqError(f"line {number}: the two directions read different words")
+        turned = {(i, j) for j, i in r.links}
+        links = f.links & turned if rule == "intersect" else grow_diag_final_and(f.links, turned)
+        out.append(replace(f, links=links, method=f"{f.method} with the reverse {r.method}, {rule}"))
+    return out
 
 
 def _check_lengths(model: Seq2SeqModel, out_ids: list[list[int]], lines: list[int]) -> None:

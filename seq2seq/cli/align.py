@@ -54,6 +54,13 @@ def align(
         help="eflomal: align with eflomal (the [align] extra) trained on the run's training pairs "
         "(split as the shipped gold set is) and these, instead of the model.",
     ),
+    reverse_run: Path | None = typer.Option(
+        None,
+        "--reverse-run",
+        help="A run that translates the other way (target -> source): each pair's argmax links are "
+        "symmetrized with its links by --extract intersect or grow, as eflomal's two directions are. "
+        "Each run is read with the head its --guided-alignment trained, or with --method/--layer/--head.",
+    ),
     data_dir: str | None = DATA_DIR,
     output: Path | None = typer.Option(None, "--output", help="Write the links here [default: stdout]."),
     as_json: bool = typer.Option(False, "--json", help="Scores (or links) as JSON."),
@@ -98,6 +105,15 @@ def align(
         raise typer.BadParameter("goes with --gold and --method attention or shift", param_hint="--all-heads")
     if baseline not in (None, "eflomal"):
         raise typer.BadParameter(f"must be eflomal, not {baseline!r}", param_hint="--baseline")
+    if reverse_run is not None and (baseline is not None or all_heads):
+        raise typer.BadParameter(
+            "aligns with the model: not with --baseline or --all-heads", param_hint="--reverse-run"
+        )
+    if reverse_run is not None and extract not in ("intersect", "grow"):
+        raise typer.BadParameter(
+            f"symmetrizes two directions by --extract intersect or grow, not {extract}",
+            param_hint="--reverse-run",
+        )
     if baseline is not None and target is None:
         raise typer.BadParameter("needs --target: eflomal aligns given pairs", param_hint="--baseline")
     chosen = Method(method or "attention", layer, head, steps)
@@ -114,13 +130,16 @@ def align(
         from seq2seq.alignment.api import head_name, head_scores
 
         model, tokenizer, options = _load(run, device, beam, batch_size)
-        if method is None and layer is None and head is None:
-            chosen = _trained_head(run, model, steps) or chosen
+        given = method is not None or layer is not None or head is not None
+        chosen = chosen if given else _trained_head(run, model, steps) or chosen
         if all_heads:
             shifted = chosen.name == "shift"
             table, found = head_scores(
                 model, tokenizer, sources, targets, gold_links, shifted, extract, threshold, options
             )
+        elif reverse_run is not None:
+            found = align_pairs(model, tokenizer, sources, targets, chosen, "argmax", 0.0, options)
+            found = _symmetrized(found, run_dir(reverse_run), run, chosen, given, extract, options, device)
         else:
             found = align_pairs(model, tokenizer, sources, targets, chosen, extract, threshold, options)
         _check_gold(gold, gold_links, [a.source_words for a in found], [a.target_words for a in found])
@@ -153,9 +172,31 @@ def _load(run, device, beam: int, batch_size: int):
     return *load_run(run, device), options
 
 
-def _trained_head(run: Path, model, steps: int):
+def _symmetrized(found, reverse_run: Path, run: Path, chosen, given: bool, rule: str, options, device):
+    """The forward alignments `found` symmetrized with the reverse run's alignments of the same
+    pairs turned round (its translations' when no target was given)."""
+    from seq2seq.alignment.api import align as align_pairs
+    from seq2seq.alignment.api import symmetrized
+    from seq2seq.training.checkpoint import load_run
+    from seq2seq.training.resume import stored_languages
+
+    (_, src, tgt), (_, back_src, back_tgt) = stored_languages(run), stored_languages(reverse_run)
+    if (back_src, back_tgt) != (tgt, src):
+        raise Seq2SeqError(f"--reverse-run {reverse_run} translates {back_src}->{back_tgt}, not {tgt}->{src}")
+    model, tokenizer = load_run(reverse_run, device)
+    method = (
+        chosen if given else _trained_head(reverse_run, model, chosen.steps, "the reverse run: ") or chosen
+    )
+    # a pair with a side of no words (a translation to nothing) has no links: aligned as blank
+    words = [(a.source_words, a.target_words) if a.target_words else ([], []) for a in found]
+    sources, targets = ([" ".join(side) for side in sides] for sides in zip(*words, strict=True))
+    reverse = align_pairs(model, tokenizer, targets, sources, method, "argmax", 0.0, options)
+    return symmetrized(found, reverse, rule)
+
+
+def _trained_head(run: Path, model, steps: int, who: str = ""):
     """The method that reads the head the run's --guided-alignment trained (None for a run trained
-    without), as Marian's and fairseq's aligners read theirs, said on stderr."""
+    without), as Marian's and fairseq's aligners read theirs, said on stderr (after `who`)."""
     from seq2seq.alignment.methods import Method
     from seq2seq.cli.display import err
     from seq2seq.decoding.attention import cross_layers
@@ -167,7 +208,7 @@ def _trained_head(run: Path, model, steps: int):
         return None
     name, layer, head = trained
     where = ", shifted by one (Shift-Att)" if name == "shift" else ""
-    err.print(f"aligning with the head --guided-alignment trained: layer {layer} head {head}{where}")
+    err.print(f"{who}aligning with the head --guided-alignment trained: layer {layer} head {head}{where}")
     return Method(name, layer, head, steps)
 
 
