@@ -188,8 +188,8 @@ def _symmetrized(found, reverse_run: Path, run: Path, chosen, given: bool, rule:
         chosen if given else _trained_head(reverse_run, model, chosen.steps, "the reverse run: ") or chosen
     )
     # a pair with a side of no words (a translation to nothing) has no links: aligned as blank
-    words = [(a.source_words, a.target_words) if a.target_words else ([], []) for a in found]
-    sources, targets = ([" ".join(side) for side in sides] for sides in zip(*words, strict=True))
+    sources = [" ".join(a.source_words) if a.target_words else "" for a in found]
+    targets = [" ".join(a.target_words) for a in found]
     reverse = align_pairs(model, tokenizer, targets, sources, method, "argmax", 0.0, options)
     return symmetrized(found, reverse, rule)
 
