@@ -116,19 +116,12 @@ def test_a_reverse_run_symmetrizes_the_two_directions(cli, tiny_run, pairs, rule
         assert both == [grow_diag_final_and(f, r) for f, r in zip(forward, turned, strict=True)]
     # without a target, the reverse run is forced through the forward run's own translations
     (pairs / "src.txt").write_text("a dog runs\n\nthe cat sleeps\n")
-    own = cli(
-        "align",
-        "--run",
-        tiny_run[0],
-        "--source",
-        pairs / "src.txt",
-        "--reverse-run",
-        back,
-        "--extract",
-        rule,
-        "--json",
-    )
+    symmetrized = ("--reverse-run", back, "--extract", rule, "--json")
+    own = cli("align", "--run", tiny_run[0], "--source", pairs / "src.txt", *symmetrized)
     assert len(link_sets(own)) == 3 and link_sets(own)[1] == set()
+    for side in ("src.txt", "tgt.txt"):
+        (pairs / side).write_text("")
+    assert link_sets(cli(*args(tiny_run[0], pairs, *symmetrized))) == []  # nothing in, nothing out
 
 
 @pytest.mark.parametrize(
