@@ -5,8 +5,8 @@ unshifted or Shift-Att, of the best attention map) and the figures reported on t
 last layer's mean cross-attention, the settings chosen on dev, Shift-Att (of both), gradient x
 input, integrated gradients, the head guided alignment trained (for a run that used it), and
 eflomal trained on the run's training pairs plus the pairs aligned. With --reverse-run (a run
-translating the other way), the two directions' links symmetrized as eflomal's are, by the rule
-(intersect or grow) the development half chooses.
+translating the other way), the mean of the two directions' word scores, by the extraction rule
+the development half chooses.
 
     python -m scripts.alignment_table --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
 """
@@ -54,13 +54,11 @@ def best_head(model, tokenizer, dev) -> tuple[str, int, int | None, tuple[str, f
     return best
 
 
-def both_directions(forward, reverse, pairs, rule: str) -> list:
-    """`pairs` aligned by (model, tokenizer, method) `forward` and, turned round, by `reverse`,
-    symmetrized by `rule`."""
-    model, tokenizer, method = forward
+def both_directions(forward, reverse, pairs) -> tuple[list, list]:
+    """`pairs` aligned by (model, tokenizer, method) `forward` and, turned round, by `reverse`."""
+    (model, tokenizer, method), (back_model, back_tokenizer, back_method) = forward, reverse
     ahead = align(model, tokenizer, pairs[0], pairs[1], method)
-    back = align(*reverse[:2], pairs[1], pairs[0], reverse[2])
-    return symmetrized(ahead, back, rule)
+    return ahead, align(back_model, back_tokenizer, pairs[1], pairs[0], back_method)
 
 
 def guided_or(run: Path, model, method: Method) -> Method:
@@ -74,22 +72,20 @@ def rule_name(rule: tuple[str, float]) -> str:
 
 
 def reverse_rows(run: Path, reverse_run: Path, model, tokenizer, chosen: Method, dev, test) -> list:
-    """Test rows of the two directions symmetrized, each run read with its guided head (or the
-    method chosen on dev), the rule (intersect or grow) chosen on dev."""
+    """Test rows of the two directions' mean scores, each run read with its guided head (or the
+    method chosen on dev): the extraction rule chosen on dev, and argmax."""
     back_model, back_tokenizer = load_run(reverse_run)
     forward = (model, tokenizer, guided_or(run, model, chosen))
     reverse = (back_model, back_tokenizer, guided_or(reverse_run, back_model, chosen))
-    rules = ("intersect", "grow")
-    dev_aer = {
-        r: score([a.links for a in both_directions(forward, reverse, dev, r)], dev[2]).aer for r in rules
-    }
-    best = min(rules, key=dev_aer.get)
+    on_dev = both_directions(forward, reverse, dev)
+    aer = lambda rule: score([a.links for a in symmetrized(*on_dev, *rule)], dev[2]).aer  # noqa: E731
+    best = min(RULES, key=aer)
     rows = []
-    for rule in rules:
+    for rule in dict.fromkeys([best, ("argmax", 0.5)]):
         start = time.perf_counter()
-        found = both_directions(forward, reverse, test, rule)
-        label = f"both directions ({found[0].method})"
-        label += f" (chosen on dev: dev AER {dev_aer[rule]:.3f})" if rule == best else ""
+        found = symmetrized(*both_directions(forward, reverse, test), *rule)
+        label = f"both directions: {found[0].method}, {rule_name(rule)}"
+        label += f" (chosen on dev: dev AER {aer(rule):.3f})" if rule == best else ""
         rows.append((label, score([a.links for a in found], test[2]), time.perf_counter() - start))
     return rows
 

@@ -96,6 +96,24 @@ def test_grow_diag_final_and_by_hand():
     assert grow_diag_final_and(reverse, forward) == {(0, 0), (1, 1), (1, 2), (3, 4)}
 
 
+def test_two_directions_are_symmetrized_by_their_mean_scores_by_hand():
+    from seq2seq.alignment.api import Alignment, symmetrized
+
+    # "a dog" -> "un chien": the forward rows are "un", "chien" over "a", "dog"; the reverse ones
+    # (its target words over its source words) "a", "dog" over "un", "chien". Alone, the forward
+    # direction links "chien" to "a"; the mean links it to "dog"
+    forward = Alignment(["a", "dog"], ["un", "chien"], set(), np.array([[0.9, 0.1], [0.6, 0.4]]), "f")
+    reverse = Alignment(["un", "chien"], ["a", "dog"], set(), np.array([[0.8, 0.2], [0.0, 1.0]]), "r")
+    (both,) = symmetrized([forward], [reverse], "argmax")
+    assert np.allclose(both.scores, [[0.85, 0.05], [0.4, 0.7]])
+    assert both.links == {(0, 0), (1, 1)} and extract(forward.scores, "argmax") == {(0, 0), (0, 1)}
+    assert both.method == "mean of f and the reverse r"
+    blank = Alignment([], [], set(), np.zeros((0, 0)), "f")
+    assert symmetrized([blank], [blank])[0].links == set()
+    with pytest.raises(Seq2SeqError, match="line 1: the two directions read different words"):
+        symmetrized([forward], [forward])
+
+
 def test_the_gold_tokenization_splits_punctuation_and_apostrophes():
     assert split_words("A woman's dog doesn't run.", "en") == [
         "A",

@@ -13,7 +13,6 @@ from seq2seq.alignment.extract import extract, word_scores
 from seq2seq.alignment.methods import Method, all_heads, piece_scores
 from seq2seq.alignment.pharaoh import Link, Links
 from seq2seq.alignment.score import AlignmentScore, score
-from seq2seq.alignment.symmetry import grow_diag_final_and
 from seq2seq.alignment.words import piece_words
 from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.attention import AttentionMaps, attention_of
@@ -91,14 +90,15 @@ def align(
     return [found.get(i) or Alignment([], [], set(), empty, method.describe()) for i in range(len(sources))]
 
 
-def symmetrized(forward: list[Alignment], reverse: list[Alignment], rule: str) -> list[Alignment]:
-    """Each pair's argmax links symmetrized with those of a model that translates the other way,
-    as eflomal's and fast_align's two directions are. `forward` aligns the pairs (source, target),
-    `reverse` the same pairs turned round (target, source), both by `argmax`; `rule` is `intersect`
-    (the links both directions give) or `grow` (those grown by grow-diag-final-and). The result
-    keeps the forward alignment's scores and maps, which the pictures draw the links over."""
-    if rule not in ("intersect", "grow"):
-        raise Seq2SeqError(f"two directions are symmetrized by intersect or grow, not {rule!r}")
+def symmetrized(
+    forward: list[Alignment], reverse: list[Alignment], rule: str = "intersect", threshold: float = 0.5
+) -> list[Alignment]:
+    """Each pair aligned by two models that translate opposite ways, as eflomal's two directions
+    are: `forward` aligns the pairs (source, target), `reverse` the same pairs turned round
+    (target, source). A pair's word scores are the mean of the forward scores and the reverse ones
+    turned round (how much the target word looks at the source word, and the source word at the
+    target word), and `rule` extracts its links (extract.py). The result keeps the forward
+    alignment's maps, which the pictures draw the links over."""
     if len(forward) != len(reverse):
         raise Seq2SeqError(f"{len(forward)} pairs one way but {len(reverse)} the other")
     out = []
@@ -108,9 +108,9 @@ def symmetrized(forward: list[Alignment], reverse: list[Alignment], rule: str) -
             continue
         if (f.source_words, f.target_words) != (r.target_words, r.source_words):
             raise Seq2SeqError(f"line {number}: the two directions read different words")
-        turned = {(i, j) for j, i in r.links}
-        links = f.links & turned if rule == "intersect" else grow_diag_final_and(f.links, turned)
-        out.append(replace(f, links=links, method=f"{f.method} with the reverse {r.method}, {rule}"))
+        scores = (f.scores + r.scores.T) / 2  # (n target words, m source words)
+        method = f"mean of {f.method} and the reverse {r.method}"
+        out.append(replace(f, links=extract(scores, rule, threshold), scores=scores, method=method))
     return out
 
 

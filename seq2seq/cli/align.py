@@ -57,9 +57,10 @@ def align(
     reverse_run: Path | None = typer.Option(
         None,
         "--reverse-run",
-        help="A run that translates the other way (target -> source): each pair's argmax links are "
-        "symmetrized with its links by --extract intersect or grow, as eflomal's two directions are. "
-        "Each run is read with the head its --guided-alignment trained, or with --method/--layer/--head.",
+        help="A run that translates the other way (target -> source): each pair's word scores are the "
+        "mean of the two directions' (the reverse run's turned round), the links extracted from them by "
+        "--extract; each run read with the head its --guided-alignment trained, or with "
+        "--method/--layer/--head.",
     ),
     data_dir: str | None = DATA_DIR,
     output: Path | None = typer.Option(None, "--output", help="Write the links here [default: stdout]."),
@@ -109,11 +110,6 @@ def align(
         raise typer.BadParameter(
             "aligns with the model: not with --baseline or --all-heads", param_hint="--reverse-run"
         )
-    if reverse_run is not None and extract not in ("intersect", "grow"):
-        raise typer.BadParameter(
-            f"symmetrizes two directions by --extract intersect or grow, not {extract}",
-            param_hint="--reverse-run",
-        )
     if baseline is not None and target is None:
         raise typer.BadParameter("needs --target: eflomal aligns given pairs", param_hint="--baseline")
     chosen = Method(method or "attention", layer, head, steps)
@@ -127,7 +123,7 @@ def align(
         _check_gold(gold, gold_links, [s.split() for s in sources], [t.split() for t in targets])
     else:
         from seq2seq.alignment.api import align as align_pairs
-        from seq2seq.alignment.api import head_name, head_scores
+        from seq2seq.alignment.api import head_name, head_scores, symmetrized
 
         model, tokenizer, options = _load(run, device, beam, batch_size)
         given = method is not None or layer is not None or head is not None
@@ -138,8 +134,9 @@ def align(
                 model, tokenizer, sources, targets, gold_links, shifted, extract, threshold, options
             )
         elif reverse_run is not None:
-            found = align_pairs(model, tokenizer, sources, targets, chosen, "argmax", 0.0, options)
-            found = _symmetrized(found, run_dir(reverse_run), run, chosen, given, extract, options, device)
+            found = align_pairs(model, tokenizer, sources, targets, chosen, extract, threshold, options)
+            back = _reverse(found, run_dir(reverse_run), run, chosen, given, options, device)
+            found = symmetrized(found, back, extract, threshold)
         else:
             found = align_pairs(model, tokenizer, sources, targets, chosen, extract, threshold, options)
         _check_gold(gold, gold_links, [a.source_words for a in found], [a.target_words for a in found])
@@ -172,11 +169,10 @@ def _load(run, device, beam: int, batch_size: int):
     return *load_run(run, device), options
 
 
-def _symmetrized(found, reverse_run: Path, run: Path, chosen, given: bool, rule: str, options, device):
-    """The forward alignments `found` symmetrized with the reverse run's alignments of the same
-    pairs turned round (its translations' when no target was given)."""
+def _reverse(found, reverse_run: Path, run: Path, chosen, given: bool, options, device):
+    """The pairs of the forward alignments `found` turned round (the forward run's translations when
+    no target was given), aligned by the reverse run."""
     from seq2seq.alignment.api import align as align_pairs
-    from seq2seq.alignment.api import symmetrized
     from seq2seq.training.checkpoint import load_run
     from seq2seq.training.resume import stored_languages
 
@@ -190,8 +186,7 @@ def _symmetrized(found, reverse_run: Path, run: Path, chosen, given: bool, rule:
     # a pair with a side of no words (a translation to nothing) has no links: aligned as blank
     sources = [" ".join(a.source_words) if a.target_words else "" for a in found]
     targets = [" ".join(a.target_words) for a in found]
-    reverse = align_pairs(model, tokenizer, targets, sources, method, "argmax", 0.0, options)
-    return symmetrized(found, reverse, rule)
+    return align_pairs(model, tokenizer, targets, sources, method, "argmax", 0.0, options)
 
 
 def _trained_head(run: Path, model, steps: int, who: str = ""):
