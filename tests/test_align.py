@@ -97,6 +97,8 @@ def test_grow_diag_final_and_by_hand():
 
 
 def test_two_directions_are_symmetrized_by_their_mean_scores_by_hand():
+    from dataclasses import replace
+
     from seq2seq.alignment.api import Alignment, symmetrized
 
     # "a dog" -> "un chien": the forward rows are "un", "chien" over "a", "dog"; the reverse ones
@@ -110,8 +112,9 @@ def test_two_directions_are_symmetrized_by_their_mean_scores_by_hand():
     assert both.method == "mean of f and the reverse r"
     blank = Alignment([], [], set(), np.zeros((0, 0)), "f")
     assert symmetrized([blank], [blank])[0].links == set()
-    with pytest.raises(Seq2SeqError, match="line 1: the two directions read different words"):
-        symmetrized([forward], [forward])
+    for other in (forward, replace(reverse, scores=np.ones((2, 1)))):  # other words, or fewer scored
+        with pytest.raises(Seq2SeqError, match="line 1: the two directions read different words"):
+            symmetrized([forward], [other])
 
 
 def test_the_gold_tokenization_splits_punctuation_and_apostrophes():

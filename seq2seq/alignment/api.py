@@ -106,7 +106,8 @@ def symmetrized(
         if not (f.source_words and f.target_words):  # a blank line, or a translation to nothing
             out.append(f)
             continue
-        if (f.source_words, f.target_words) != (r.target_words, r.source_words):
+        same_words = (f.source_words, f.target_words) == (r.target_words, r.source_words)
+        if not same_words or f.scores.shape != r.scores.T.shape:
             raise Seq2SeqError(f"line {number}: the two directions read different words")
         scores = (f.scores + r.scores.T) / 2  # (n target words, m source words)
         method = f"mean of {f.method} and the reverse {r.method}"
