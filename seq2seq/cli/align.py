@@ -194,11 +194,9 @@ def _trained_head(run: Path, model, steps: int, who: str = ""):
     without), as Marian's and fairseq's aligners read theirs, said on stderr (after `who`)."""
     from seq2seq.alignment.methods import Method
     from seq2seq.cli.display import err
-    from seq2seq.decoding.attention import cross_layers
-    from seq2seq.training.guided import trained_head
-    from seq2seq.training.resume import stored_guidance
+    from seq2seq.training.guided import run_trained_head
 
-    trained = trained_head(cross_layers(model), **stored_guidance(run))
+    trained = run_trained_head(run, model)
     if trained is None:
         return None
     name, layer, head = trained

@@ -28,7 +28,9 @@ from torch import Tensor
 from seq2seq.alignment.pharaoh import Links, check_ranges, read_links
 from seq2seq.alignment.words import word_index, word_starts
 from seq2seq.data.tokenized import TokenizedPairs
+from seq2seq.decoding.attention import cross_layers
 from seq2seq.errors import Seq2SeqError
+from seq2seq.training.resume import stored_guidance
 
 CHUNK = 100_000  # rows read at once when checking the links against the stored pairs
 
@@ -124,6 +126,12 @@ def trained_head(
         return None
     name = "shift" if guided_position == "input" else "attention"
     return name, supervised_layer(guided_layer, n_layers), 1
+
+
+def run_trained_head(run_dir: Path, model) -> tuple[str, int, int] | None:
+    """`trained_head` of the recipe the run recorded, for its loaded `model` (whose cross-attention
+    layers a run that recorded no guided layer is read by)."""
+    return trained_head(cross_layers(model), **stored_guidance(run_dir))
 
 
 def guide_of(config, train_set: TokenizedPairs, tokenizer) -> Guide | None:
