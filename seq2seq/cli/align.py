@@ -112,6 +112,9 @@ def align(
         )
     if baseline is not None and target is None:
         raise typer.BadParameter("needs --target: eflomal aligns given pairs", param_hint="--baseline")
+    if reverse_run is not None:
+        reverse_run = run_dir(reverse_run)
+        _check_turned_round(run, reverse_run)
     chosen = Method(method or "attention", layer, head, steps)
     sources = read_lines(source)
     targets = read_lines(target) if target is not None else None
@@ -135,7 +138,7 @@ def align(
             )
         elif reverse_run is not None:
             found = align_pairs(model, tokenizer, sources, targets, chosen, extract, threshold, options)
-            back = _reverse(found, run_dir(reverse_run), run, chosen, given, options, device)
+            back = _reverse(found, reverse_run, chosen, given, options, device)
             found = symmetrized(found, back, extract, threshold)
         else:
             found = align_pairs(model, tokenizer, sources, targets, chosen, extract, threshold, options)
@@ -169,16 +172,21 @@ def _load(run, device, beam: int, batch_size: int):
     return *load_run(run, device), options
 
 
-def _reverse(found, reverse_run: Path, run: Path, chosen, given: bool, options, device):
-    """The pairs of the forward alignments `found` turned round (the forward run's translations when
-    no target was given), aligned by the reverse run."""
-    from seq2seq.alignment.api import align as align_pairs
-    from seq2seq.training.checkpoint import load_run
+def _check_turned_round(run: Path, reverse_run: Path) -> None:
+    """Before any model loads: the reverse run must translate the run's languages the other way."""
     from seq2seq.training.resume import stored_languages
 
     (_, src, tgt), (_, back_src, back_tgt) = stored_languages(run), stored_languages(reverse_run)
     if (back_src, back_tgt) != (tgt, src):
         raise Seq2SeqError(f"--reverse-run {reverse_run} translates {back_src}->{back_tgt}, not {tgt}->{src}")
+
+
+def _reverse(found, reverse_run: Path, chosen, given: bool, options, device):
+    """The pairs of the forward alignments `found` turned round (the forward run's translations when
+    no target was given), aligned by the reverse run."""
+    from seq2seq.alignment.api import align as align_pairs
+    from seq2seq.training.checkpoint import load_run
+
     model, tokenizer = load_run(reverse_run, device)
     method = (
         chosen if given else _trained_head(reverse_run, model, chosen.steps, "the reverse run: ") or chosen
