@@ -205,7 +205,10 @@ def test_non_finite_loss_stops_and_keeps_last_checkpoint(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(
     "stop,message",
-    [("max minutes", "budget was spent before a step could run"), ("interrupted", "before a step could run")],
+    [
+        ("max minutes", "time limit was spent before a step could run"),
+        ("interrupted", "before a step could run"),
+    ],
 )
 def test_a_run_stopped_before_its_first_step_is_not_called_complete(stop, message, capsys, tmp_path):
     from seq2seq.cli.display import training_done

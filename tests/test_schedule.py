@@ -156,6 +156,34 @@ def test_a_time_budgets_progress_never_goes_back_and_ends_near_one(tmp_path, mon
     assert seen[-1] > 0.9
 
 
+def test_a_short_time_limit_trains_though_the_first_validation_is_estimated_past_it(tmp_path, monkeypatch):
+    """On a clock that moves 1 s a step, a first validation estimated at 1000 s (an untrained
+    model decoding to the length limit on a busy machine) is held to a quarter of a one-minute
+    limit: the run trains for the rest, where the whole estimate would have left no step."""
+    clock = SimpleNamespace(now=0.0)
+    fake_time = SimpleNamespace(monotonic=lambda: clock.now, perf_counter=lambda: clock.now)
+    for module in (loop_module, validation_module, importlib.import_module("seq2seq.training.train")):
+        monkeypatch.setattr(module, "time", fake_time)
+    step, steps = Loop._train_step, []
+
+    def timed_step(self, batch, number, weight, progress):
+        clock.now += 1.0
+        steps.append(number)
+        return step(self, batch, number, weight, progress)
+
+    monkeypatch.setattr(Loop, "_train_step", timed_step)
+    monkeypatch.setattr(Loop, "_validation_estimate", lambda self, state: 1000.0)
+    corpus = write_reversal_task(tmp_path / "data", n_train=400, n_val=10)
+    config = TrainConfig(
+        corpus=corpus, src="src", tgt="tgt", vocab_size=32, max_tokens=512, average=0, device="cpu"
+    )
+    model_cfg = replace(REVERSE_MODEL, d_model=32, d_ff=64)
+    final = train(tmp_path / "run", replace(config, max_minutes=1.0), model_cfg)
+    assert final["stop"] == "max minutes" and "val_bleu" in final
+    # 45 s at least before the first validation measures its real cost (nothing, on this clock)
+    assert len(steps) >= 45
+
+
 def test_the_first_validation_estimate_scales_by_batches_after_a_warm_up(monkeypatch):
     """On a GPU a batch of validation sentences costs about the same whatever its size, and the
     first call pays for setting up kernels: on a clock where every call costs 1 s, and the first

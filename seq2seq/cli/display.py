@@ -142,7 +142,7 @@ def exported_huggingface(path: Path) -> None:
 
 def training_done(run: Path, final: dict) -> None:
     if final["stop"] == "interrupted" and final["step"] == 0:
-        out.print(f"interrupted before a step could run; {run} is unchanged")
+        out.print(f"interrupted before a step could run; {run} holds no trained weights")
     elif final["stop"] == "interrupted":
         out.print(
             f"interrupted at step {final['step']}; the training state is saved in {run}: rerun the same "
@@ -156,7 +156,11 @@ def training_done(run: Path, final: dict) -> None:
             f"{averaged}; best weights in {run / 'model.safetensors'}"
         )
     elif final["stop"] == "max minutes":
-        out.print(f"the --max-minutes budget was spent before a step could run; {run} is unchanged")
+        out.print(
+            f"the --max-minutes time limit was spent before a step could run: {run} holds no trained "
+            "weights (what was set up, such as the tokenizer, is kept); rerun with a larger --max-minutes",
+            markup=False,
+        )
     else:
         out.print(f"nothing to do ({final['stop']}); the run in {run} is complete")
 

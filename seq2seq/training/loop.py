@@ -22,6 +22,7 @@ from seq2seq.training.validation import Validation
 # Why a loop stops, by precedence: when processes differ (one was interrupted, another ran out of
 # time) the highest wins on all of them, so "interrupted" (save, validate nothing) overrides the rest.
 STOPS = (None, "max minutes", "early stop", "max steps", "interrupted")
+VALIDATION_SHARE = 0.25  # of --max-minutes, at most, held back for the final validation(s)
 
 
 class Loop(Validation):
@@ -97,7 +98,9 @@ class Loop(Validation):
         and a stop does not wait for one."""
         parts = self.epochs.parts(state)
         for number in count():
-            stop, _ = self._stop_reason(state, start_time, tally.to_pay(self.averaging), should_stop, None)
+            stop, _ = self._stop_reason(
+                state, start_time, tally.to_pay(self.averaging, self.limit_s), should_stop, None
+            )
             part = None if stop else next(parts, None)
             if part is None:
                 return stop
@@ -118,7 +121,7 @@ class Loop(Validation):
             done = part.done(state.batch)
             epochs_done = state.epoch + done if part.paced else None  # None: not known
             stop, progress = self._stop_reason(
-                state, start_time, tally.to_pay(self.averaging), should_stop, epochs_done
+                state, start_time, tally.to_pay(self.averaging, self.limit_s), should_stop, epochs_done
             )
             if stop:
                 return stop
@@ -140,6 +143,11 @@ class Loop(Validation):
                 self.save(state)  # a kill loses at most this interval, not a whole epoch
                 tally.saved = time.monotonic()
         return None
+
+    @property
+    def limit_s(self) -> float | None:
+        """--max-minutes in seconds, if the run has a time limit."""
+        return None if self.config.max_minutes is None else self.config.max_minutes * 60
 
     @property
     def averaging(self) -> bool:
@@ -218,9 +226,16 @@ class Tally:
     validation_seconds: float = 0.0  # the last validation's, or an estimate of the first
     saved: float = field(default_factory=time.monotonic)  # when the state was last saved
 
-    def to_pay(self, averaging: bool) -> float:
-        """What the next step and the final validation(s) will cost, for the time budget."""
-        return self.step_seconds + self.validation_seconds * (2 if averaging else 1)
+    def to_pay(self, averaging: bool, limit_s: float | None) -> float:
+        """What the next step and the final validation(s) will cost, for the time limit. The
+        validations' share is held to a quarter of the limit: before the first validation it is
+        an untrained model decoding to the length limit, which errs long, and on a busy machine
+        it could claim the whole of a short limit, so that nothing trained. A final validation
+        that costs more than its share runs past the limit by the difference."""
+        validations = self.validation_seconds * (2 if averaging else 1)
+        if limit_s is not None:
+            validations = min(validations, VALIDATION_SHARE * limit_s)
+        return self.step_seconds + validations
 
 
 def out_of_patience(cfg: TrainConfig, state: TrainingState) -> bool:
