@@ -7,6 +7,7 @@
     python -m scripts.reproduce_results --pairs en-fr --entry en-fr-cool --data-dir ... --train --decay rsqrt
     python -m scripts.reproduce_results --table      # the table again, from docs/results.json alone
     python -m scripts.reproduce_results --table en-fr-avx2 en-de-avx2   # of those entries only
+    python -m scripts.reproduce_results --figures en-fr-1206   # docs/figures/ from that entry
 
 Each pair trains with the default recipe (`seq2seq train --max-minutes 50`, the `small` preset)
 into runs/multi30k-<src>-<tgt>; an existing run resumes instead of starting over, and
@@ -15,11 +16,14 @@ test_2016_flickr and test_2017_flickr (where the pair has it).
 
 What it produced goes into docs/results.json, kept in the repository: per pair the run's config and
 every metrics.jsonl row, the test scores with the sacreBLEU signature, example translations, and
-the provenance (commit, date, CPU model and flags, torch). A pair rerun replaces its own entry
-only; `--entry NAME` keeps a second run of one pair (on another CPU, or with a lever: the options
-after `--train` are added to the recipe's command) beside the first, and `--tag TAG` a second run of
-every pair asked for, as `<pair>-TAG`; a run ends by printing the table of the entries it wrote. The markdown
-table in docs/results.md is printed from that file, so it never outlives its evidence.
+the provenance (commit, date, CPU model and flags, torch). `--figures ENTRY` writes the figure
+files the pages quote (scripts/figures.py) from an en->fr entry trained on committed code:
+quality-en-fr (its test scores) and train-throughput (its steps, epochs and tokens/s). A pair rerun
+replaces its own entry only; `--entry NAME` keeps a second run of one pair (on another CPU, or with
+a lever: the options after `--train` are added to the recipe's command) beside the first, and `--tag
+TAG` a second run of every pair asked for, as `<pair>-TAG`; a run ends by printing the table of the
+entries it wrote. The markdown table in docs/results.md is printed from that file, so it never
+outlives its evidence.
 """
 
 import argparse
@@ -138,6 +142,55 @@ def table(results: dict, names: list[str] | None = None) -> str:
     return "\n".join(lines)
 
 
+def figures_of(entry: dict) -> list:
+    """The pages' figures from an en->fr entry: its test scores, and its training's pace."""
+    from scripts import figures
+
+    if entry.get("pair") != "en-fr" or "+" in entry["commit"]:
+        raise ValueError("the pages' figures come from an en->fr entry trained on committed code")
+    stamp = {"date": entry["date"], "cpu": entry["cpu"], "torch": entry["torch"]}
+    rows, scored = entry["metrics"], []
+    trained = [r for r in rows if not r.get("averaged")]
+    last, best = trained[-1], max(rows, key=lambda r: r["val_bleu"])
+    for split, scores in entry["test"].items():
+        g, b = scores["greedy"], scores["beam5"]
+        scored.append([split, f"{g['bleu']:.1f} / {g['chrf']:.1f}", f"{b['bleu']:.1f} / {b['chrf']:.1f}"])
+    minutes = rows[-1]["elapsed_s"] / 60
+    signature = next(iter(entry["test"].values()))["beam5"]["bleu_signature"]
+    quality = figures.stamped(
+        "quality-en-fr",
+        ["test set", "greedy BLEU / chrF", "beam 5 BLEU / chrF"],
+        scored,
+        entry["command"],
+        entry["commit"],
+        f"en->fr, the `small` preset, {minutes:.0f} minutes of training ({last['step']} steps); "
+        f"the best checkpoint by validation BLEU ({best['val_bleu']:.1f}, greedy). sacreBLEU {signature}.",
+        **stamp,
+    )
+    tokens = [r["tokens_per_s"] for r in trained if r.get("tokens_per_s")]
+    pace = figures.stamped(
+        "train-throughput",
+        ["preset", "minutes", "steps", "epochs", "target tokens/s", "minutes an epoch", "best val BLEU"],
+        [
+            [
+                "small",
+                f"{minutes:.0f}",
+                str(last["step"]),
+                str(last["epoch"]),
+                f"{sum(tokens) / len(tokens):,.0f}",
+                f"{trained[-1]['elapsed_s'] / 60 / max(last['epoch'], 1):.2f}",
+                f"{best['val_bleu']:.1f}",
+            ]
+        ],
+        entry["command"],
+        entry["commit"],
+        "Target tokens/s is the mean over the epochs of the pace between validations; an epoch's "
+        "minutes include its validation.",
+        **stamp,
+    )
+    return [quality, pace]
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--data-dir")
@@ -152,6 +205,7 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         help="the rest: `seq2seq train` options besides the default recipe (a lever), e.g. --cooldown 0.2",
     )
+    p.add_argument("--figures", metavar="ENTRY", help="only write docs/figures/ from this en->fr entry")
     p.add_argument(
         "--table",
         nargs="*",
@@ -167,6 +221,14 @@ def main(argv: list[str] | None = None) -> None:
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     pairs = args.pairs or PAIRS
     try:
+        if args.figures is not None:
+            if args.figures not in results:
+                raise ValueError(f"no entry {args.figures} in {RESULTS.name}")
+            from scripts import figures
+
+            for figure in figures_of(results[args.figures]):
+                print(f"wrote {figures.write(figure).relative_to(common.REPO)}")
+            return
         if args.table is not None:
             if any((args.data_dir, args.pairs, args.entry, args.tag, args.train, args.skip_training)):
                 raise ValueError("--table only prints the table; it takes no option of a run")

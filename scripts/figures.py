@@ -1,0 +1,212 @@
+"""The figures the README and the docs quote: each one a file under docs/figures/, written by the
+script that measured it and stamped with the code it measured; the pages' tables are rendered
+from those files between markers, so a figure typed by hand cannot disagree with its evidence.
+
+    python -m scripts.figures --check    # figures whose code changed since they were measured,
+                                         # and page blocks that differ from their figure files
+    python -m scripts.figures --render   # write every page's blocks from the figure files
+
+A page holds a figure as
+
+    <!-- figure: NAME -->
+    (the table and its stamp, written by --render)
+    <!-- /figure -->
+
+A figure file holds the table (columns and rows, as text), a note, the command that measured it
+and its stamp: the commit, the date, the CPU, torch and the fingerprint, a SHA-256 over the git
+blob ids of the files the figure depends on (`DEPENDS`) at that commit. `--check` computes the
+same over today's working tree: a figure whose files changed is listed as stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from scripts.common import REPO
+
+FIGURES_DIR = REPO / "docs" / "figures"
+PAGES = ("README.md", "docs/*.md")
+SUFFIXES = (".py", ".html", ".js", ".css")  # the files whose content a measurement runs
+
+# What a training run and its scores run: the model, the data, the loop, the search, the scoring.
+TRAINING = (
+    "seq2seq/models",
+    "seq2seq/data",
+    "seq2seq/training",
+    "seq2seq/decoding",
+    "seq2seq/evaluate.py",
+    "seq2seq/device.py",
+    "seq2seq/allocator.py",
+    "scripts/reproduce_results.py",
+)
+DEPENDS = {
+    "quality-en-fr": TRAINING,
+    "train-throughput": TRAINING,
+    "first-run": (*TRAINING, "seq2seq/cli", "scripts/first_run.py"),
+    "decode-vs-ctranslate2": (
+        "seq2seq/models",
+        "seq2seq/decoding",
+        "seq2seq/export",
+        "seq2seq/device.py",
+        "seq2seq/allocator.py",
+        "scripts/bench_decode.py",
+        "scripts/against_ctranslate2.py",
+        "scripts/engine_worker.py",
+        "scripts/common.py",
+    ),
+}
+BLOCK = re.compile(r"(<!-- figure: ([\w-]+) -->\n)(.*?)(<!-- /figure -->)", re.S)
+
+
+@dataclass
+class Figure:
+    """One figure file's content."""
+
+    name: str
+    columns: list[str]
+    rows: list[list[str]]
+    command: str
+    commit: str
+    date: str
+    cpu: str
+    torch: str
+    fingerprint: str
+    note: str = ""
+
+    def markdown(self) -> str:
+        """The table, its note and its stamp, as a page shows them."""
+        lines = ["| " + " | ".join(self.columns) + " |", "|" + "---|" * len(self.columns)]
+        lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+        if self.note:
+            lines += ["", self.note]
+        lines += [
+            "",
+            f"*Measured by `{self.command}` at commit {self.commit}, {self.date}; "
+            f"{self.cpu}; torch {self.torch}.*",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def git(*args: str, root: Path = REPO) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+def blob_id(data: bytes) -> str:
+    """The id git gives a file of this content (`git hash-object`)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def fingerprint(paths: tuple[str, ...], commit: str | None = None, root: Path = REPO) -> str:
+    """SHA-256 over (path, blob id) of every file under `paths` with a measured suffix: at
+    `commit`, or in the working tree when None. The two agree on a clean checkout."""
+    if commit is not None:
+        listing = git("ls-tree", "-r", commit, "--", *paths, root=root).splitlines()
+        blobs = {line.split("\t", 1)[1]: line.split()[2] for line in listing}
+    else:
+        blobs = {}
+        for path in paths:
+            here = root / path
+            files = [here] if here.is_file() else sorted(p for p in here.rglob("*") if p.is_file())
+            for file in files:
+                if "__pycache__" not in file.parts:
+                    blobs[file.relative_to(root).as_posix()] = blob_id(file.read_bytes())
+    measured = sorted((p, b) for p, b in blobs.items() if p.endswith(SUFFIXES))
+    return hashlib.sha256("".join(f"{p} {b}\n" for p, b in measured).encode()).hexdigest()
+
+
+def clean_commit(paths: tuple[str, ...], root: Path = REPO) -> str:
+    """HEAD's short id, refusing a working tree whose `paths` differ from it: a stamp must name
+    code that exists."""
+    if git("status", "--porcelain", "--", *paths, root=root).strip():
+        raise SystemExit(f"uncommitted changes under {', '.join(paths)}: commit before measuring")
+    return git("rev-parse", "--short", "HEAD", root=root).strip()
+
+
+def write(figure: Figure, folder: Path = FIGURES_DIR) -> Path:
+    """Keep a figure's file (replacing the one of that name)."""
+    from seq2seq.atomic import write_atomic
+
+    if figure.name not in DEPENDS:
+        raise ValueError(f"{figure.name!r} is no figure of DEPENDS")
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{figure.name}.json"
+    write_atomic(target, (json.dumps(figure.__dict__, indent=1, ensure_ascii=False) + "\n").encode())
+    return target
+
+
+def stamped(name: str, columns, rows, command: str, commit: str, note: str = "", **stamp) -> Figure:
+    """A figure of `name` measured at `commit` (a clean one: `clean_commit`), its fingerprint that
+    commit's; `stamp` gives date, cpu and torch."""
+    return Figure(
+        name,
+        list(columns),
+        [list(r) for r in rows],
+        command,
+        commit,
+        fingerprint=fingerprint(DEPENDS[name], commit),
+        note=note,
+        **stamp,
+    )
+
+
+def read(name: str, folder: Path = FIGURES_DIR) -> Figure:
+    return Figure(**json.loads((folder / f"{name}.json").read_text(encoding="utf-8")))
+
+
+def pages(root: Path = REPO) -> list[Path]:
+    return sorted({p for pattern in PAGES for p in root.glob(pattern)})
+
+
+def render(text: str, folder: Path = FIGURES_DIR) -> str:
+    """A page's text with every figure block written from its figure file."""
+    return BLOCK.sub(lambda m: m[1] + "\n" + read(m[2], folder).markdown() + "\n" + m[4], text)
+
+
+def problems(root: Path = REPO, folder: Path = FIGURES_DIR) -> list[str]:
+    """What --check reports: stale figures, blocks naming no figure file, pages out of date."""
+    found = []
+    for file in sorted(folder.glob("*.json")):
+        figure = read(file.stem, folder)
+        if figure.name not in DEPENDS:
+            found.append(f"{file.name}: no such figure in scripts/figures.py DEPENDS")
+        elif fingerprint(DEPENDS[figure.name], root=root) != figure.fingerprint:
+            found.append(f"{figure.name}: stale, the code it measured changed since commit {figure.commit}")
+    for page in pages(root):
+        text, where = page.read_text(encoding="utf-8"), page.relative_to(root)
+        missing = [name for _, name, _, _ in BLOCK.findall(text) if not (folder / f"{name}.json").is_file()]
+        found += [f"{where}: the block {name!r} has no figure file" for name in missing]
+        if not missing and render(text, folder) != text:
+            found.append(f"{where}: out of date (python -m scripts.figures --render)")
+    return found
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--check", action="store_true", help="list stale figures and pages out of date")
+    what.add_argument("--render", action="store_true", help="write the pages' figure blocks")
+    args = p.parse_args(argv)
+    if args.render:
+        for page in pages():
+            text = page.read_text(encoding="utf-8")
+            if render(text) != text:
+                page.write_text(render(text), encoding="utf-8")
+                print(f"rendered {page.relative_to(REPO)}")
+        return
+    found = problems()
+    for line in found:
+        print(line)
+    if found:
+        sys.exit(1)
+    print(f"{len(list(FIGURES_DIR.glob('*.json')))} figures, all measured on today's code")
+
+
+if __name__ == "__main__":
+    main()
