@@ -42,9 +42,10 @@ HEADER = (
 )
 
 
-def compare(model, tokenizer, run: str, sources, references, args, measure) -> None:
+def compare(model, tokenizer, run: str, sources, references, args, measure) -> tuple[list, list[str]]:
     """`measure` is bench_decode's: (median seconds, tokens, outputs in input order);
-    `references`: the target side of the sentences, or None (no BLEU column)."""
+    `references`: the target side of the sentences, or None (no BLEU column). Returns the rows
+    against the engine (as the table prints them) and the notes printed above them."""
     import ctranslate2
 
     fp32, packing_ms = _timed(lambda: model if args.no_pack else packed_if_faster(model))
@@ -66,6 +67,7 @@ def compare(model, tokenizer, run: str, sources, references, args, measure) -> N
         )
     bleu = _bleu(tokenizer, references)
     modes = {f"forced {args.forced_len}": (args.forced_len, args.forced_len + 1), "free": (None, None)}
+    rows, notes = [], []
     with tempfile.TemporaryDirectory() as tmp:
         engine_dir = export_ctranslate2(run, Path(tmp) / "model")
         pieces = [tokenizer.id_pieces(ids[:-1]) for ids in sources]  # the engine adds </s>
@@ -75,6 +77,8 @@ def compare(model, tokenizer, run: str, sources, references, args, measure) -> N
         )
         if fp32 is model and not args.no_pack:
             packing = "off: packed GEMMs are not measured faster on this CPU"
+        notes = [f"CTranslate2 {ctranslate2.__version__}", f"our fp32 on packed GEMMs: {packing}"]
+        notes += [bf16_note] if bf16_note else []
         print(f"our fp32 on packed GEMMs: {packing}; int8: {quantizing_ms:.0f} ms to quantize at load")
         if bf16_note:
             print(bf16_note)
@@ -108,8 +112,11 @@ def compare(model, tokenizer, run: str, sources, references, args, measure) -> N
                 if ours_len:  # the engine's extra step is the one we spend on EOS
                     engine_out = [out[:ours_len] for out in engine_out]
                 scores = (bleu(ours_out), bleu(engine_out)) if not ours_len else ("", "")
-                _row(mode, beam, name, len(sources), ours_s, engine_s, ours_out, engine_out, scores)
+                rows.append(
+                    _row(mode, beam, name, len(sources), ours_s, engine_s, ours_out, engine_out, scores)
+                )
     _against_hf(model, sources, modes, ours_fp32, bleu, args)
+    return rows, notes
 
 
 def _against_hf(model, sources, modes, ours_fp32, bleu, args) -> None:
@@ -130,14 +137,14 @@ def _against_hf(model, sources, modes, ours_fp32, bleu, args) -> None:
             _row(mode, beam, "fp32", len(sources), ours_s, hf_s, ours_out, hf_out, scores)
 
 
-def _row(mode, beam, precision, n, ours_s, peer_s, ours_out, peer_out, scores) -> None:
+def _row(mode, beam, precision, n, ours_s, peer_s, ours_out, peer_out, scores) -> list[str]:
+    """Print a table row; its cells."""
     same = sum(a == b for a, b in zip(ours_out, peer_out, strict=True)) / n
     search = "greedy" if beam == 1 else f"beam {beam}"
-    print(
-        f"| {mode} | {search} | {precision} | {n / ours_s:.1f} | {n / peer_s:.1f} | {peer_s / ours_s:.2f} | "
-        f"{same:.1%} | {scores[0]} | {scores[1]} |",
-        flush=True,
-    )
+    cells = [mode, search, precision, f"{n / ours_s:.1f}", f"{n / peer_s:.1f}", f"{peer_s / ours_s:.2f}"]
+    cells += [f"{same:.1%}", str(scores[0]), str(scores[1])]
+    print("| " + " | ".join(cells) + " |", flush=True)
+    return cells
 
 
 def _timed(build):

@@ -4,6 +4,7 @@
     python -m scripts.bench_decode --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
     python -m scripts.bench_decode --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k \
         --against ctranslate2     # + int8 (and bf16 where native) rows, BLEU, and HF generate()
+    ... --against ctranslate2 --figure    # and keep its rows as the pages' figure
 
 With --lengths 10 20 50 100 it adds a table of time per sentence against output length.
 The model is a run's trained model (--run) or a freshly initialised one of a preset's shape
@@ -33,6 +34,12 @@ from seq2seq.training.checkpoint import load_run
 
 def main() -> None:
     args = parse_args()
+    if args.figure:  # before anything is measured: the stamp names the code that runs
+        from scripts import figures
+
+        if not args.against or args.run is None:
+            raise SystemExit("--figure writes the comparison against CTranslate2: give --against and --run")
+        args.commit = figures.clean_commit(figures.DEPENDS["decode-vs-ctranslate2"])
     keep_freed_memory()  # as `seq2seq` does at startup
     torch.set_num_threads(args.threads)
     model, tokenizer, sources, references = model_and_sources(args)
@@ -47,7 +54,9 @@ def main() -> None:
             raise SystemExit("--against needs --run (the weights to export and the tokenizer)")
         from scripts.against_ctranslate2 import compare
 
-        compare(model, tokenizer, args.run, sources, references, args, measure)
+        rows, notes = compare(model, tokenizer, args.run, sources, references, args, measure)
+        if args.figure:
+            write_figure(rows, notes, args)
         return
     decoder = model if args.no_pack else packed_if_faster(model)
     print(f"fp32 on packed GEMMs: {'yes' if decoder is not model else 'no'}")
@@ -72,6 +81,35 @@ def main() -> None:
             profile(decoder, sources, DecodeOptions(beam=beam, min_len=args.min_len, max_len=args.max_len))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak resident memory of this process: {peak:.0f} MiB")
+
+
+def write_figure(rows: list[list[str]], notes: list[str], args) -> None:
+    """The figure `decode-vs-ctranslate2` (scripts/figures.py) from the rows against the engine."""
+    import datetime
+    import shlex
+    import sys
+
+    from scripts import common, figures
+
+    columns = ["mode", "search", "precision", "ours sent/s", "CTranslate2 sent/s", "ratio"]
+    columns += ["identical lines", "BLEU ours", "BLEU CTranslate2"]
+    note = (
+        f"{args.sentences} sentences of {args.split}, batch {args.batch_size}, {args.threads} threads, "
+        f"the median of {args.repeats} runs; ratio: ours / the engine's speed. " + "; ".join(notes) + "."
+    )
+    command = "python -m scripts.bench_decode " + shlex.join(sys.argv[1:])
+    figure = figures.stamped(
+        "decode-vs-ctranslate2",
+        columns,
+        rows,
+        command,
+        args.commit,
+        note,
+        date=datetime.date.today().isoformat(),
+        cpu=cpu(),
+        torch=torch.__version__,
+    )
+    print(f"wrote {figures.write(figure).relative_to(common.REPO)}")
 
 
 def length_table(model, sources: list[list[int]], args) -> None:
@@ -191,6 +229,11 @@ def parse_args():
     p.add_argument("--profile", action="store_true", help="also print the top operators (cached)")
     p.add_argument("--against", choices=["ctranslate2"], help="the C++ engine on the same weights")
     p.add_argument("--forced-len", type=int, default=20, help="output length of --against's forced mode")
+    p.add_argument(
+        "--figure",
+        action="store_true",
+        help="with --against: write docs/figures/decode-vs-ctranslate2.json (scripts/figures.py)",
+    )
     p.add_argument(
         "--lengths",
         type=int,

@@ -62,6 +62,7 @@ DEPENDS = {
         "scripts/common.py",
     ),
 }
+CPU_CODE = re.compile(r", family \d+ model \d+")  # kept in the file; a page names the CPU and its flags
 BLOCK = re.compile(r"(<!-- figure: ([\w-]+) -->\n)(.*?)(<!-- /figure -->)", re.S)
 
 
@@ -89,7 +90,7 @@ class Figure:
         lines += [
             "",
             f"*Measured by `{self.command}` at commit {self.commit}, {self.date}; "
-            f"{self.cpu}; torch {self.torch}.*",
+            f"{CPU_CODE.sub('', self.cpu)}; torch {self.torch}.*",
         ]
         return "\n".join(lines) + "\n"
 

@@ -1,0 +1,90 @@
+"""The README's first five minutes, run as written: the commands of its "A first translation"
+block, one after the other in an empty folder, each timed, and what each printed last.
+
+    SEQ2SEQ_DATA_DIR=/path/to/multi30k python -m scripts.first_run
+
+Writes the figure `first-run` (docs/figures/first-run.json, scripts/figures.py) unless
+`--dry-run`: a row a command, and the minutes from the first command's start to the first
+translation in the note. The corpus comes from SEQ2SEQ_DATA_DIR as the README says; the code
+measured must be committed (the figure names its commit).
+"""
+
+import argparse
+import datetime
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+from scripts import common, figures
+
+HEADING = "## A first translation in five minutes"
+
+
+def readme_commands(text: str) -> list[str]:
+    """The command lines of the first bash block under the README's first-run heading."""
+    section = text[text.index(HEADING) :]
+    block = section[section.index("```bash\n") + len("```bash\n") :]
+    block = block[: block.index("```")]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def run(command: str, cwd: str) -> tuple[float, str]:
+    """Seconds a command took and the last line it printed (its BLEU line, if any); exits on its
+    failure."""
+    words = shlex.split(command)
+    if words[0] == "seq2seq" and shutil.which("seq2seq") is None:
+        words = [sys.executable, "-m", "seq2seq", *words[1:]]
+    start = time.monotonic()
+    env = {**os.environ, "COLUMNS": "200"}  # rich wraps at 80 columns where no terminal says otherwise
+    proc = subprocess.run(words, cwd=cwd, capture_output=True, text=True, env=env)
+    seconds = time.monotonic() - start
+    if proc.returncode != 0:
+        sys.exit(f"`{command}` failed: {proc.stderr.strip()[-500:]}")
+    lines = [line.strip() for line in proc.stdout.splitlines() if any(c.isalnum() for c in line)]
+    scores = [line for line in lines if "BLEU" in line]  # evaluate's table: its BLEU row
+    return seconds, " ".join((scores or lines or [""])[-1].replace("│", " ").split())
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--dry-run", action="store_true", help="print the rows, write no figure")
+    args = p.parse_args(argv)
+    if not os.environ.get("SEQ2SEQ_DATA_DIR"):
+        p.error("set SEQ2SEQ_DATA_DIR to a Multi30k folder, as the README does")
+    commit = "(dry run)" if args.dry_run else figures.clean_commit(figures.DEPENDS["first-run"])
+    commands = readme_commands((common.REPO / "README.md").read_text(encoding="utf-8"))
+    rows, elapsed, first_translation = [], 0.0, None
+    with tempfile.TemporaryDirectory() as folder:
+        for command in commands:
+            seconds, last = run(command, folder)
+            elapsed += seconds
+            if " translate " in f" {command} " and first_translation is None:
+                first_translation = elapsed
+            rows.append([f"`{command}`", f"{seconds:.0f}", last.replace("|", "\\|")])
+            print(f"{seconds:7.1f} s  {command}\n           {last}")
+    note = f"The first translation came {first_translation / 60:.1f} minutes after the first command began."
+    print(note)
+    if args.dry_run:
+        return
+    figure = figures.stamped(
+        "first-run",
+        ["command", "seconds", "its last line of output"],
+        rows,
+        "python -m scripts.first_run",
+        commit,
+        note,
+        date=datetime.date.today().isoformat(),
+        cpu=common.cpu(),
+        torch=torch.__version__,
+    )
+    print(f"wrote {figures.write(figure).relative_to(common.REPO)}")
+
+
+if __name__ == "__main__":
+    main()
