@@ -1,6 +1,7 @@
 """`seq2seq align`: a line out per pair in, scores against gold, and one-line errors on bad input."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -135,6 +136,21 @@ def test_a_reverse_run_must_translate_the_other_way(cli, tiny_run, pairs, turn, 
     result = cli(*args(tiny_run[0], pairs, "--reverse-run", back, *more, out))
     assert result.code == 2 and message in result.err, result.err
     assert not out.exists()
+
+
+def test_a_source_too_long_for_the_reverse_run_is_named_as_the_users_source(cli, tiny_run, pairs):
+    """The reverse run forces the pairs turned round: what is too long for it (here a run of 8
+    positions) is the user's source line, and the error says so rather than naming a target."""
+    back = turned_round(tiny_run, pairs)
+    sections = json.loads((back / "config.json").read_text())
+    sections["model"]["max_positions"] = 8
+    (back / "config.json").write_text(json.dumps(sections))
+    out = pairs / "links.txt"
+    result = cli(*args(tiny_run[0], pairs, "--reverse-run", back, "--output", out))
+    assert result.code == 2 and re.search(r"turned round: source line \d+ has \d+ pieces", result.err), (
+        result.err
+    )
+    assert "target line" not in result.err and not out.exists()
 
 
 def test_eflomal_aligns_beside_the_model(cli, tiny_run, pairs):

@@ -60,9 +60,12 @@ def align(
     rule: str = "argmax",
     threshold: float = 0.5,
     options: DecodeOptions | None = None,
+    forced_side: str = "target",
 ) -> list[Alignment]:
     """One `Alignment` per source line, in order. Words are the whitespace tokens of the lines;
-    without `targets` the model's translations (searched with `options`) are aligned."""
+    without `targets` the model's translations (searched with `options`) are aligned.
+    `forced_side`: what the user calls `targets`, for the error of one too long (a reverse run
+    aligns the pairs turned round: its targets are the user's sources)."""
     options = options or DecodeOptions()
     forced = targets is not None
     if forced and len(targets) != len(sources):
@@ -76,7 +79,7 @@ def align(
     if forced:
         outputs = [targets[i] for i in todo]
         out_ids = tokenizer.encode(outputs, "target")
-        _check_lengths(model, out_ids, todo)
+        _check_lengths(model, out_ids, todo, forced_side)
     else:
         result = translate(model, tokenizer, texts, options)
         outputs, out_ids = result.best, result.tokens
@@ -115,11 +118,11 @@ def symmetrized(
     return out
 
 
-def _check_lengths(model: Seq2SeqModel, out_ids: list[list[int]], lines: list[int]) -> None:
+def _check_lengths(model: Seq2SeqModel, out_ids: list[list[int]], lines: list[int], side: str) -> None:
     limit = model.cfg.max_positions - 1
     for i, ids in zip(lines, out_ids, strict=True):
         if len(ids) > limit:
-            raise Seq2SeqError(f"target line {i + 1} has {len(ids)} pieces; the model's limit is {limit}")
+            raise Seq2SeqError(f"{side} line {i + 1} has {len(ids)} pieces; the model's limit is {limit}")
 
 
 def _one(method, rule, threshold, model, maps: AttentionMaps, src, tgt, number: int, cut: bool) -> Alignment:

@@ -85,7 +85,7 @@ def align(
     from seq2seq.alignment.methods import Method
 
     run = run_dir(run)
-    outputs = Outputs(source, target, gold, run=run)
+    outputs = Outputs(source, target, gold, run=run, reads=(reverse_run,))
     for flag, path in (
         ("--output", output),
         ("--attention-png", attention_png),
@@ -117,6 +117,11 @@ def align(
         _check_turned_round(run, reverse_run)
     chosen = Method(method or "attention", layer, head, steps)
     sources = read_lines(source)
+    if attention_png is not None and len(sources) > 1:  # FILE-<line>.png, each claimed before any work
+        from seq2seq.cli.outputs import numbered
+
+        for number in range(1, len(sources) + 1):
+            outputs.claim("--attention-png", numbered(attention_png, number))
     targets = read_lines(target) if target is not None else None
     if targets is not None and len(targets) != len(sources):
         raise Seq2SeqError(f"{source} has {len(sources)} lines but {target} has {len(targets)}")
@@ -194,7 +199,8 @@ def _reverse(found, reverse_run: Path, chosen, given: bool, options, device):
     # a pair with a side of no words (a translation to nothing) has no links: aligned as blank
     sources = [" ".join(a.source_words) if a.target_words else "" for a in found]
     targets = [" ".join(a.target_words) for a in found]
-    return align_pairs(model, tokenizer, targets, sources, method, "argmax", 0.0, options)
+    side = "the reverse run reads each pair turned round: source"
+    return align_pairs(model, tokenizer, targets, sources, method, "argmax", 0.0, options, side)
 
 
 def _trained_head(run: Path, model, steps: int, who: str = ""):

@@ -71,7 +71,7 @@ def evaluate(
     one_of(paired, TESTS, "--paired")
     if (source is None) != (reference is None):
         raise typer.BadParameter("--source and --reference go together", param_hint="--source")
-    Outputs(source, reference, baseline, run=run).claim("--output", output)
+    Outputs(source, reference, baseline, run=run, reads=(baseline_run,)).claim("--output", output)
     if source is not None:
         sources, references = read_lines(source), read_lines(reference)
         if len(sources) != len(references):

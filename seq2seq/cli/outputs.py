@@ -14,15 +14,24 @@ from seq2seq.errors import Seq2SeqError
 
 
 class Outputs:
-    """The files one command writes, each claimed before it is written: refused when it is one of
-    the inputs or the file standard input is redirected from (writing it would destroy what is
-    still to be read), lies inside the run directory (the run holds only its own files), or is a
-    file another output of the same command writes (one of the two would be lost), however each
-    is spelled (another path, a link). Devices (a terminal, /dev/null) may be shared."""
+    """The files one command writes, each claimed before any work: refused when it is one of the
+    inputs or the file standard input is redirected from (writing it would destroy what is still
+    to be read), lies inside a run directory the command reads (`run`, and `reads`: a
+    --reverse-run, a --baseline-run; a run holds only its own files), is a file another output of
+    the same command writes (one of the two would be lost), however each is spelled (another path,
+    a link), or lies in a folder that does not exist (said before the work, not after it).
+    Devices (a terminal, /dev/null) may be shared."""
 
-    def __init__(self, *inputs: Path | None, run: Path | None = None, stdin: bool = False):
+    def __init__(
+        self,
+        *inputs: Path | None,
+        run: Path | None = None,
+        reads: tuple[Path | None, ...] = (),
+        stdin: bool = False,
+    ):
         self.inputs = [p for p in inputs if p is not None and is_regular(p)]
-        self.run = Path(os.path.realpath(run)) if run is not None and os.path.isdir(run) else None
+        runs = (r for r in (run, *reads) if r is not None and os.path.isdir(r))
+        self.runs = [Path(os.path.realpath(r)) for r in runs]
         self.stdin = _stdin_file() if stdin else None
         self.claimed: dict[tuple, str] = {}  # what each claimed file is -> the option that claimed it
 
@@ -34,11 +43,14 @@ class Outputs:
             raise Seq2SeqError(f"cannot write {flag} {path}: it is a directory")
         self._not_an_input(flag, path)
         real = Path(os.path.realpath(path))
-        if self.run is not None and (real == self.run or self.run in real.parents):
-            raise Seq2SeqError(
-                f"{flag} {path} lies inside the run directory {self.run}, which holds only the run's "
-                "own files; write it elsewhere"
-            )
+        for run in self.runs:
+            if real == run or run in real.parents:
+                raise Seq2SeqError(
+                    f"{flag} {path} lies inside the run directory {run}, which holds only the run's "
+                    "own files; write it elsewhere"
+                )
+        if not real.parent.is_dir():
+            raise Seq2SeqError(f"cannot write {flag} {path}: the folder {path.parent} does not exist")
         key = _identity(path, real)
         if key is not None:
             if key in self.claimed:
