@@ -147,3 +147,18 @@ def test_an_api_key_file_and_bad_keys(run, capsys, monkeypatch, tmp_path):
     ):
         result = run_cli(["serve", "--run", run, "--port", "0", *extra], capsys, monkeypatch)
         assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
+
+
+def test_an_inline_key_loses_its_spaces_and_an_empty_environment_key_is_refused(run, capsys, monkeypatch):
+    """A key with spaces at its ends is the key without them, as a key file's is: no Authorization
+    header can carry them. An empty SEQ2SEQ_API_KEY is refused as `--api-key ""` is, not taken for
+    no key at all (an open server)."""
+    from seq2seq.cli.serve import api_key_of
+
+    assert api_key_of(f" {KEY} ", None) == KEY
+    monkeypatch.setenv("SEQ2SEQ_API_KEY", "")
+    served = []
+    monkeypatch.setattr("seq2seq.serve.server.serve", lambda app, sock: served.append(sock.close()))
+    result = run_cli(["serve", "--run", run, "--port", "0"], capsys, monkeypatch)
+    assert result.code == 2 and "SEQ2SEQ_API_KEY is set but empty" in result.err and not served
+    assert len(result.err.strip().splitlines()) == 1, result.err

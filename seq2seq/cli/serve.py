@@ -101,7 +101,13 @@ def serve(
 
 
 def api_key_of(key: str | None, path: Path | None) -> str | None:
-    """The API key given inline or in a file (its first line), refused when empty or both."""
+    """The API key given inline, by SEQ2SEQ_API_KEY or in a file (its first line), without the
+    spaces at its ends (no Authorization header carries them); refused when empty (an empty
+    SEQ2SEQ_API_KEY too: it would start an open server) or given twice."""
+    if not key and path is None and os.environ.get("SEQ2SEQ_API_KEY") == "":
+        raise Seq2SeqError(
+            "SEQ2SEQ_API_KEY is set but empty: give it a key, or unset it to serve without one"
+        )
     if key is not None and path is not None:
         raise typer.BadParameter("give --api-key or --api-key-file, not both", param_hint="--api-key")
     if path is not None:
@@ -111,6 +117,7 @@ def api_key_of(key: str | None, path: Path | None) -> str | None:
             raise Seq2SeqError(
                 f"cannot read the API key from {path}: {getattr(e, 'strerror', None) or e}"
             ) from None
-    if key is not None and (not key.strip() or not key.isprintable() or not key.isascii()):
+    key = key.strip() if key is not None else None
+    if key is not None and (not key or not key.isprintable() or not key.isascii()):
         raise Seq2SeqError("the API key must be printable ASCII, and not empty")
     return key
