@@ -28,8 +28,12 @@ HISTORY = [
     r"\bwe (tried|measured|found)\b",
     r"\bused to be\b",
     r"\bat the time\b",
-    r"\bfamily \d+ model \d+\b",  # a CPU's code, where its name and flags say it
+    # and words a newcomer does not know: a CPU's code where its name and flags say it, the
+    # project's slang for a training option, its settings and its time limit
+    r"\bfamily \d+ model \d+\b",
     r"\blevers?\b",
+    r"\brecipes?\b",
+    r"\bbudgets?\b",
 ]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 
