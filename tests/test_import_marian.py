@@ -98,6 +98,21 @@ def test_an_imported_run_translates_from_the_command_line(cli, tmp_path):
         (lambda f: _edit(f, model_type="bart"), r"holds a bart model, not a Marian one"),
         (lambda f: _edit(f, vocab_size=7), r"pieces but the model has 7: the tokenizer does not match"),
         (lambda f: _edit(f, activation_function="tanh"), r"activation 'tanh' is not relu or swish"),
+        # every field that shapes the model, checked before anything loads (and never a traceback)
+        (lambda f: _edit(f, d_model="16"), r'd_model must be a whole number, not "16"'),
+        (lambda f: _edit(f, vocab_size="60"), r'vocab_size must be a whole number, not "60"'),
+        (lambda f: _edit(f, scale_embedding="no"), r"scale_embedding must be true or false"),
+        (lambda f: _edit(f, encoder_layers=True), r"encoder_layers must be a whole number, not true"),
+        (lambda f: _edit(f, activation_function=["relu"]), r"activation \['relu'\] is not relu or swish"),
+        (lambda f: _edit(f, architectures=5), r"architectures must be a list of class names, not 5"),
+        (lambda f: _edit(f, max_position_embeddings=0), r"max_position_embeddings is 0; it must be from 2"),
+        (lambda f: _edit(f, encoder_layers=0), r"encoder_layers is 0; it must be from 1"),
+        (lambda f: _edit(f, decoder_layers=0), r"decoder_layers is 0; it must be from 1"),
+        (lambda f: _edit(f, dropout=float("nan")), r"dropout must be a finite number, not NaN"),
+        (lambda f: _edit(f, d_model=[[[16]]]), r"d_model must be a whole number, not a list"),
+        (lambda f: _nest(f / "config.json"), r"config.json is not readable JSON"),
+        (lambda f: _nest(f / "vocab.json"), r"vocab.json is not readable JSON"),
+        (lambda f: _edit(f, encoder_layers=1), r"the weights hold \d+ tensors config.json does not declare"),
         (lambda f: (f / "model.safetensors").write_bytes(b"nonsense"), r"cannot load the Marian weights"),
         ("unshared", r"the encoder's and the decoder's embeddings differ"),
         (
@@ -116,6 +131,11 @@ def test_a_folder_that_is_not_a_marian_checkpoint_is_one_line(cli, tmp_path, dam
     assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
     assert __import__("re").search(message, result.err), result.err
     assert not (tmp_path / "run").exists() and {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def _nest(path, depth=100_000):
+    """A JSON object nested deeper than any parser's recursion: `{"a": [[[...]]]}`."""
+    path.write_text('{"model_type": "marian", "a": ' + "[" * depth + "]" * depth + "}")
 
 
 def _edit(folder, **values):

@@ -36,6 +36,7 @@ from seq2seq.atomic import write_dir
 from seq2seq.errors import Seq2SeqError, first_line
 from seq2seq.export.folder import check_output
 from seq2seq.export.huggingface import INSTALL_HINT, quiet, residual_order
+from seq2seq.export.marian_config import check_fields, decoder_start, languages_of
 from seq2seq.models.transformer import TransformerConfig
 
 FILES = ("config.json", "source.spm", "target.spm", "vocab.json")
@@ -62,9 +63,16 @@ def import_marian(
 
     try:
         with quiet():
-            hf = model_class.from_pretrained(source, dtype=torch.float32).eval()
+            hf, loading = model_class.from_pretrained(source, dtype=torch.float32, output_loading_info=True)
     except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as e:
         raise Seq2SeqError(f"{source}: cannot load the Marian weights ({first_line(e)})") from None
+    unread = sorted(loading.get("unexpected_keys") or [])
+    if unread:  # transformers drops them; the run would be another model than the checkpoint
+        raise Seq2SeqError(
+            f"{source}: the weights hold {len(unread)} tensors config.json does not declare (such as "
+            f"{unread[0]}): its layer counts or sizes do not match the weights"
+        )
+    hf.eval()
     from seq2seq.data.pair_tokenizer import PairTokenizer, marian_order, write_archive
 
     start = decoder_start(source, config, target_vocab)
@@ -72,7 +80,7 @@ def import_marian(
         marian_order(target_vocab, start)
     except ValueError as e:
         raise Seq2SeqError(f"{source / ('target_vocab.json' if separate else 'vocab.json')}: {e}") from None
-    languages = _languages(source, src, tgt)
+    languages = languages_of(source, src, tgt)
 
     def write(folder: Path) -> None:
         from seq2seq.models.registry import build_model
@@ -94,6 +102,10 @@ def import_marian(
                 "imported": {"from": str(source), "kind": "marian"},
             },
         )
+        try:  # what is written is a run every command loads, or nothing is written
+            ckpt.load_run(folder, "cpu")
+        except (Seq2SeqError, ValueError, RuntimeError) as e:
+            raise Seq2SeqError(f"{source}: the imported run would not load ({first_line(e)})") from None
 
     try:
         write_dir(Path(run_dir), write)
@@ -150,8 +162,10 @@ def _config(source: Path) -> dict:
     kind = config.get("model_type") if isinstance(config, dict) else None
     if kind not in ("marian", "pegasus"):
         raise Seq2SeqError(f"{source} holds a {kind or 'unknown'} model, not a Marian one (model_type)")
-    if config.get("activation_function") not in ACTIVATIONS:
-        raise Seq2SeqError(f"{source}: activation {config.get('activation_function')!r} is not relu or swish")
+    activation = config.get("activation_function")
+    if not isinstance(activation, str) or activation not in ACTIVATIONS:
+        raise Seq2SeqError(f"{source}: activation {activation!r} is not relu or swish")
+    check_fields(source / "config.json", config)
     separate = not config.get("share_encoder_decoder_embeddings", True)
     if separate and not (source / "target_vocab.json").is_file():
         raise Seq2SeqError(f"{source}: separate vocabularies, but no target_vocab.json beside vocab.json")
@@ -161,7 +175,7 @@ def _config(source: Path) -> dict:
 def _json(path: Path):
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as e:
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:  # RecursionError: nested too deep
         raise Seq2SeqError(f"{path} is not readable JSON ({first_line(e)})") from None
 
 
@@ -185,30 +199,6 @@ def _vocab(path: Path, size, config: dict, ids: bool = True) -> dict[str, int]:
 def _target_vocab(source: Path, config: dict) -> dict[str, int]:
     """The decoder's own table, where the model has separate vocabularies."""
     return _vocab(source / "target_vocab.json", config.get("decoder_vocab_size"), config)
-
-
-def decoder_start(source: Path, config: dict, vocab: dict[str, int]) -> str:
-    """The piece the decoder starts with: PAD in OPUS-MT, our BOS in our own exports."""
-    pieces = [piece for piece, i in vocab.items() if i == config.get("decoder_start_token_id")]
-    if not pieces:
-        raise Seq2SeqError(
-            f"{source}: decoder_start_token_id {config.get('decoder_start_token_id')} is no piece"
-        )
-    return pieces[0]
-
-
-def _languages(source: Path, src: str | None, tgt: str | None) -> tuple[str, str, str]:
-    """("multi30k", src, tgt): the languages from the options, else the tokenizer's config."""
-    try:
-        recorded = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        recorded = {}
-    recorded = recorded if isinstance(recorded, dict) else {}  # a list, a number: says nothing
-    src = src or recorded.get("source_lang")
-    tgt = tgt or recorded.get("target_lang")
-    if not isinstance(src, str) or not isinstance(tgt, str):
-        raise Seq2SeqError(f"{source} does not say its languages; give --src and --tgt")
-    return "multi30k", src, tgt
 
 
 def our_config(config: dict, hf, tokenizer, gated: bool) -> TransformerConfig:
