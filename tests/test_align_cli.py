@@ -138,19 +138,32 @@ def test_a_reverse_run_must_translate_the_other_way(cli, tiny_run, pairs, turn, 
     assert not out.exists()
 
 
-def test_a_source_too_long_for_the_reverse_run_is_named_as_the_users_source(cli, tiny_run, pairs):
-    """The reverse run forces the pairs turned round: what is too long for it (here a run of 8
-    positions) is the user's source line, and the error says so rather than naming a target."""
+def test_a_line_too_long_for_the_reverse_run_is_named_as_the_users_line(cli, tiny_run, pairs):
+    """The reverse run reads the pairs turned round: a line too long for it (here a run of 8
+    positions) is named as the user's line (the reverse run's source is the user's target)."""
     back = turned_round(tiny_run, pairs)
     sections = json.loads((back / "config.json").read_text())
     sections["model"]["max_positions"] = 8
     (back / "config.json").write_text(json.dumps(sections))
     out = pairs / "links.txt"
     result = cli(*args(tiny_run[0], pairs, "--reverse-run", back, "--output", out))
-    assert result.code == 2 and re.search(r"turned round: source line \d+ has \d+ pieces", result.err), (
-        result.err
+    said = re.search(
+        r"the reverse run reads each pair turned round: (source|target) line \d+ has", result.err
     )
-    assert "target line" not in result.err and not out.exists()
+    assert result.code == 2 and said, result.err
+    assert not out.exists()
+
+
+def test_a_source_longer_than_the_model_reads_is_refused_not_cut(cli, tiny_run, pairs):
+    """A source past the model's positions would lose its last words (and a gold link to them would
+    count as missed): refused in one line, as a target that long is."""
+    (pairs / "src.txt").write_text("\n".join([*EN[:3], "red " * 300]) + "\n")
+    out = pairs / "links.txt"
+    for more in ([], ["--target", pairs / "tgt.txt"]):
+        result = cli("align", "--run", tiny_run[0], "--source", pairs / "src.txt", *more, "--output", out)
+        said = "source line 4 has" in result.err and "the model's limit is 255" in result.err
+        assert result.code == 2 and said, result.err
+        assert not out.exists()
 
 
 def test_eflomal_aligns_beside_the_model(cli, tiny_run, pairs):

@@ -14,10 +14,11 @@ from seq2seq.alignment.methods import Method, all_heads, piece_scores
 from seq2seq.alignment.pharaoh import Link, Links
 from seq2seq.alignment.score import AlignmentScore, score
 from seq2seq.alignment.words import piece_words
+from seq2seq.data.special import EOS_ID
 from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.attention import AttentionMaps, attention_of
 from seq2seq.decoding.options import DecodeOptions
-from seq2seq.decoding.search import fit_sources, translate
+from seq2seq.decoding.search import translate
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.protocol import Seq2SeqModel
 
@@ -60,12 +61,13 @@ def align(
     rule: str = "argmax",
     threshold: float = 0.5,
     options: DecodeOptions | None = None,
-    forced_side: str = "target",
+    sides: tuple[str, str] = ("source", "target"),
 ) -> list[Alignment]:
     """One `Alignment` per source line, in order. Words are the whitespace tokens of the lines;
-    without `targets` the model's translations (searched with `options`) are aligned.
-    `forced_side`: what the user calls `targets`, for the error of one too long (a reverse run
-    aligns the pairs turned round: its targets are the user's sources)."""
+    without `targets` the model's translations (searched with `options`) are aligned. A line
+    longer than the model reads is refused, not cut: its last words could have no links, and a
+    gold link to them would count as missed. `sides`: what the user calls the sources and the
+    targets, for that error (a reverse run aligns the pairs turned round)."""
     options = options or DecodeOptions()
     forced = targets is not None
     if forced and len(targets) != len(sources):
@@ -76,18 +78,20 @@ def align(
             raise Seq2SeqError(f"line {n}: the {side} is blank and the other side is not")
     todo = [i for i, source in enumerate(sources) if not is_blank(source)]
     texts = [sources[i] for i in todo]
+    encoded = tokenizer.encode(texts)
+    _check_lengths(model, encoded, todo, sides[0])
     if forced:
         outputs = [targets[i] for i in todo]
         out_ids = tokenizer.encode(outputs, "target")
-        _check_lengths(model, out_ids, todo, forced_side)
+        _check_lengths(model, out_ids, todo, sides[1])
     else:
         result = translate(model, tokenizer, texts, options)
         outputs, out_ids = result.best, result.tokens
-    src_ids, cut = fit_sources(model, tokenizer.encode(texts))
+    src_ids = [[*ids, EOS_ID] for ids in encoded]
     maps = attention_of(model, tokenizer, texts, outputs, out_ids, options.batch_size, src_ids)
     found = {
-        i: _one(method, rule, threshold, model, m, s, t, i + 1, c)
-        for i, m, s, t, c in zip(todo, maps, src_ids, out_ids, cut, strict=True)
+        i: _one(method, rule, threshold, model, m, s, t, i + 1)
+        for i, m, s, t in zip(todo, maps, src_ids, out_ids, strict=True)
     }
     empty = np.zeros((0, 0))
     return [found.get(i) or Alignment([], [], set(), empty, method.describe()) for i in range(len(sources))]
@@ -125,9 +129,8 @@ def _check_lengths(model: Seq2SeqModel, out_ids: list[list[int]], lines: list[in
             raise Seq2SeqError(f"{side} line {i + 1} has {len(ids)} pieces; the model's limit is {limit}")
 
 
-def _one(method, rule, threshold, model, maps: AttentionMaps, src, tgt, number: int, cut: bool) -> Alignment:
-    """`cut`: the source was cut to the model's limit, so its last words have no pieces."""
-    sw, tw = pair_words(maps, number, cut)
+def _one(method, rule, threshold, model, maps: AttentionMaps, src, tgt, number: int) -> Alignment:
+    sw, tw = pair_words(maps, number)
     scores = word_scores(piece_scores(method, maps, model, src, tgt), sw, tw)
     return Alignment(
         maps.source_text.split(),
@@ -141,13 +144,13 @@ def _one(method, rule, threshold, model, maps: AttentionMaps, src, tgt, number: 
     )
 
 
-def pair_words(maps: AttentionMaps, number: int, cut: bool) -> tuple[np.ndarray, np.ndarray]:
+def pair_words(maps: AttentionMaps, number: int) -> tuple[np.ndarray, np.ndarray]:
     """(S,) and (T,) the word of each source and target piece (EOS excluded); a one-line error
     when the tokenizer's words are not the line's whitespace tokens."""
     sw, tw = piece_words(maps.source[:-1]), piece_words(maps.target[:-1])
     for side, text, pieces in (("source", maps.source_text, sw), ("target", maps.translation, tw)):
         counted, words = int(pieces.max(initial=-1)) + 1, len(text.split())
-        if counted > words or (counted < words and not (side == "source" and cut)):
+        if counted != words:
             raise Seq2SeqError(
                 f"line {number}: the tokenizer reads {counted} {side} words where whitespace gives {words}"
             )

@@ -199,8 +199,9 @@ def _reverse(found, reverse_run: Path, chosen, given: bool, options, device):
     # a pair with a side of no words (a translation to nothing) has no links: aligned as blank
     sources = [" ".join(a.source_words) if a.target_words else "" for a in found]
     targets = [" ".join(a.target_words) for a in found]
-    side = "the reverse run reads each pair turned round: source"
-    return align_pairs(model, tokenizer, targets, sources, method, "argmax", 0.0, options, side)
+    turned = "the reverse run reads each pair turned round: "
+    sides = (f"{turned}target", f"{turned}source")
+    return align_pairs(model, tokenizer, targets, sources, method, "argmax", 0.0, options, sides)
 
 
 def _trained_head(run: Path, model, steps: int, who: str = ""):
