@@ -50,10 +50,13 @@ DEPENDS = {
     "quality-en-fr": TRAINING,
     "train-throughput": TRAINING,
     "first-run": (*TRAINING, "seq2seq/cli", "scripts/first_run.py"),
-    "decode-vs-ctranslate2": (
+    "decode-vs-ctranslate2": (  # our search, and the engine on the weights export writes for it
         "seq2seq/models",
         "seq2seq/decoding",
-        "seq2seq/export",
+        "seq2seq/data",
+        "seq2seq/evaluate.py",
+        "seq2seq/export/ctranslate2.py",
+        "seq2seq/export/folder.py",
         "seq2seq/device.py",
         "seq2seq/allocator.py",
         "scripts/bench_decode.py",
