@@ -33,6 +33,10 @@ from seq2seq.training.checkpoint import load_run
 
 def main() -> None:
     args = parse_args()
+    if args.figure:  # before anything is measured: the stamp names the code that runs
+        from scripts import figures
+
+        args.commit = figures.clean_commit(figures.DEPENDS["serve-load"])
     if args.threads:
         torch.set_num_threads(args.threads)
     lines = read_sentences(args.data_dir, args.split, args.sentences)
@@ -41,20 +45,46 @@ def main() -> None:
     threads = f"{torch.get_num_threads()} torch threads for the file reference"
     print(f"{len(lines)} sentences of {args.split}, beam {args.beam}, {threads}, run {args.run}")
     server_threads = args.threads or "its default (every core but one)"
-    server = f"--max-batch {args.max_batch} --max-wait-ms {args.max_wait_ms} --threads {server_threads}"
-    print(f"server: {server}\n")
-    print("| clients | sentences/s | p50 latency | p95 latency | of the file throughput |")
+    server_options = (
+        f"--max-batch {args.max_batch} --max-wait-ms {args.max_wait_ms} --threads {server_threads}"
+    )
+    print(f"server: {server_options}\n")
+    rows = [["file (reference)", f"{file_rate:.1f}", "", "", "100%"]]
+    print("| " + " | ".join(COLUMNS) + " |")
     print("|---:|---:|---:|---:|---:|")
-    print(f"| file (reference) | {file_rate:.1f} | | | 100% |")
+    print("| " + " | ".join(rows[0]) + " |")
     with server(args) as (host, port):
         load(host, port, lines[: min(len(lines), 16)], reference, 4)  # warm-up
         for n in args.clients:
             rate, latencies = load(host, port, lines, reference, n)
             p50, p95 = (1000 * x for x in (statistics.median(latencies), percentile(latencies, 95)))
-            print(f"| {n} | {rate:.1f} | {p50:.0f} ms | {p95:.0f} ms | {rate / file_rate:.0%} |")
+            rows.append([str(n), f"{rate:.1f}", f"{p50:.0f} ms", f"{p95:.0f} ms", f"{rate / file_rate:.0%}"])
+            print("| " + " | ".join(rows[-1]) + " |")
     print(
         f"\nevery answer equal to the library's translation of its line ({len(lines)} x {len(args.clients)})"
     )
+    if args.figure:
+        note = (
+            f"{len(lines)} sentences of {args.split}, one a request, beam {args.beam}; {threads}; "
+            f"server {server_options}; every answer equal to the library's translation of its line."
+        )
+        write_figure(rows, note, args)
+
+
+COLUMNS = ["clients", "sentences/s", "p50 latency", "p95 latency", "of the file throughput"]
+
+
+def write_figure(rows: list[list[str]], note: str, args) -> None:
+    """The figure `serve-load` (scripts/figures.py)."""
+    import datetime
+    import shlex
+
+    from scripts import common, figures
+
+    command = "python -m scripts.bench_serve " + shlex.join(sys.argv[1:])
+    stamp = {"date": datetime.date.today().isoformat(), "cpu": cpu(), "torch": torch.__version__}
+    figure = figures.stamped("serve-load", COLUMNS, rows, command, args.commit, note, **stamp)
+    print(f"wrote {figures.write(figure).relative_to(common.REPO)}")
 
 
 def read_sentences(data_dir: str, split: str, most: int) -> list[str]:
@@ -160,6 +190,9 @@ def parse_args():
     p.add_argument("--repeats", type=int, default=3, help="runs of the file reference (median)")
     p.add_argument(
         "--threads", type=int, help="torch threads, here and in the server [default: each its own default]"
+    )
+    p.add_argument(
+        "--figure", action="store_true", help="write docs/figures/serve-load.json (scripts/figures.py)"
     )
     return p.parse_args()
 

@@ -50,6 +50,16 @@ DEPENDS = {
     "quality-en-fr": TRAINING,
     "train-throughput": TRAINING,
     "first-run": (*TRAINING, "seq2seq/cli", "scripts/first_run.py"),
+    "serve-load": (  # the server's batching of one-line clients against the batched library call
+        "seq2seq/serve",
+        "seq2seq/cli/serve.py",
+        "seq2seq/models",
+        "seq2seq/decoding",
+        "seq2seq/data",
+        "seq2seq/device.py",
+        "seq2seq/allocator.py",
+        "scripts/bench_serve.py",
+    ),
     "decode-vs-ctranslate2": (  # our search, and the engine on the weights export writes for it
         "seq2seq/models",
         "seq2seq/decoding",
