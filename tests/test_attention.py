@@ -10,7 +10,6 @@ from seq2seq.decoding.search import DecodeOptions, greedy, source_ids
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.protocol import AttentionRecord
 from seq2seq.views.heatmap import heatmap_lines
-from tests.cli_helpers import run_cli
 from tests.conftest import caption_tokenizer, tiny_model, write_run
 
 SENTENCES = ["a dog runs", "two men sit on the red car 12", "the sun"]
@@ -31,11 +30,6 @@ def model(tokenizer):
 def run_dir(tmp_path_factory, tokenizer, model):
     """A run directory holding the tiny model, as `seq2seq train` would leave it."""
     return write_run(tmp_path_factory.mktemp("attention-run"), lambda v: model, tokenizer)
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    return lambda *args, stdin=b"": run_cli(list(args), capsys, monkeypatch, stdin)
 
 
 def test_every_row_is_a_distribution_and_the_future_gets_exactly_zero(model, tokenizer):

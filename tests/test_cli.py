@@ -9,7 +9,7 @@ import pytest
 from seq2seq.errors import Seq2SeqError
 from seq2seq.training.config import ADDED, OLDER_RECIPES, REMOVED
 from seq2seq.training.resume import check_typed_options, stored_languages, stored_train_config
-from tests.cli_helpers import run_cli, run_process
+from tests.cli_helpers import run_process
 from tests.conftest import EN, tiny_model, write_multi30k, write_run
 from tests.helpers import TRAIN
 
@@ -23,11 +23,6 @@ def trained(tmp_path_factory):
     result = run_process([*TRAIN, "--data-dir", data, "--run", run])
     assert result.code == 0, result.err
     return data, run, result
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    return lambda *args, stdin=b"": run_cli(list(args), capsys, monkeypatch, stdin)
 
 
 def test_help_lists_the_four_commands(cli):

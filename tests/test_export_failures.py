@@ -8,18 +8,12 @@ import subprocess
 
 import pytest
 
-from tests.cli_helpers import run_cli
 from tests.conftest import tiny_model, write_run
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     return write_run(tmp_path_factory.mktemp("export-run"), lambda v: tiny_model(vocab_size=v, seed=2))
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    return lambda *args: run_cli(list(args), capsys, monkeypatch)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import pytest
 
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.lock import run_lock
-from tests.cli_helpers import run_cli
 from tests.conftest import tiny_model, write_run
 
 TINY = [
@@ -29,11 +28,6 @@ HOLD = (
     "from seq2seq.training.lock import run_lock\n"
     "with run_lock({run!r}):\n    print('locked', flush=True)\n    input()"
 )
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    return lambda *args: run_cli(list(args), capsys, monkeypatch)
 
 
 @pytest.mark.parametrize("command", [["train", *TINY], ["tokenize", "--vocab-size", "60"]])

@@ -12,7 +12,6 @@ from torch.ao.nn.quantized.dynamic import Linear as Int8Linear
 
 from seq2seq.decoding.search import DecodeOptions, greedy, pad, search
 from seq2seq.models.quantize import quantize
-from tests.cli_helpers import run_cli
 from tests.conftest import EN, tiny_model, write_multi30k, write_run
 from tests.helpers import RNN_VARIANTS, rnn_variant
 
@@ -81,11 +80,6 @@ def test_int8_decodes_through_search_with_beams():
     q = quantize(tiny_model(seed=4), "int8")
     results = search(q, sources(), DecodeOptions(beam=4, nbest=4, max_len=8))
     assert all(len(hyps) == 4 and all(len(h.tokens) <= 8 for h in hyps) for hyps in results)
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    return lambda *args: run_cli(list(args), capsys, monkeypatch)
 
 
 @pytest.mark.parametrize(

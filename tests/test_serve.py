@@ -49,7 +49,9 @@ def client(runs):
 
 
 @pytest.fixture
-def cli(capsys, monkeypatch):
+def printed_lines(capsys, monkeypatch):
+    """What `seq2seq translate --run RUN ARGS` prints, line by line (it must succeed)."""
+
     def translate(run, *args):
         result = run_cli(["translate", "--run", run, *args], capsys, monkeypatch)
         assert result.code == 0, result.err
@@ -82,18 +84,18 @@ def printed(answer: dict, nbest: int) -> list[str]:
 
 
 @pytest.mark.parametrize("name", list(OPTIONS))
-def test_translate_answers_what_the_cli_prints(client, runs, cli, name):
+def test_translate_answers_what_the_cli_prints(client, runs, printed_lines, name):
     fields, args = OPTIONS[name]
     response = client.post("/translate", json={"text": SENTENCES, **fields})
     assert response.status_code == 200, response.text
     answer = response.json()
-    assert printed(answer, fields.get("nbest", 1)) == cli(runs["transformer"], *args, *SENTENCES)
+    assert printed(answer, fields.get("nbest", 1)) == printed_lines(runs["transformer"], *args, *SENTENCES)
     assert answer["scores"] == [hyps[0]["score"] for hyps in answer["nbest"]]
     one = client.post("/translate", json={"text": SENTENCES[1], **fields}).json()
     assert one["translations"] == answer["translations"][1:2]
 
 
-def test_concurrent_requests_are_decoded_in_one_model_call(runs, cli):
+def test_concurrent_requests_are_decoded_in_one_model_call(runs, printed_lines):
     """N one-line requests at once: one batched call of N sentences, each answer the CLI's line."""
     calls = []
     app = make_app(
@@ -106,7 +108,8 @@ def test_concurrent_requests_are_decoded_in_one_model_call(runs, cli):
     with TestClient(app) as client, ThreadPoolExecutor(len(SENTENCES)) as pool:
         answers = list(pool.map(lambda s: client.post("/translate", json={"text": s}).json(), SENTENCES))
     assert calls == [("translate", len(SENTENCES))]  # max_batch reached: no waiting for the 20 s
-    assert [a["translations"][0] for a in answers] == cli(runs["transformer"], "--beam", "2", *SENTENCES)
+    expected = printed_lines(runs["transformer"], "--beam", "2", *SENTENCES)
+    assert [a["translations"][0] for a in answers] == expected
 
 
 @pytest.mark.parametrize("arch", ["transformer", "rnn"])
@@ -249,11 +252,11 @@ def test_a_failure_inside_the_model_is_a_json_500_and_the_worker_lives_on(runs):
         assert client.post("/translate", json={"text": "a dog", "max_len": 3}).status_code == 200
 
 
-def test_the_real_server_drains_a_request_in_flight_on_sigterm_and_exits_0(runs, cli):
+def test_the_real_server_drains_a_request_in_flight_on_sigterm_and_exits_0(runs, printed_lines):
     """A process on a free 127.0.0.1 port: it answers over HTTP; a request waiting in the batcher
     when SIGTERM arrives is answered, then the process exits 0."""
     run = runs["transformer"]
-    expected = cli(run, "--beam", "2", *SENTENCES[:3])
+    expected = printed_lines(run, "--beam", "2", *SENTENCES[:3])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     command = [sys.executable, "-m", "seq2seq", "serve", "--run", run, "--port", "0", "--beam", "2"]
     # max-batch 2: a two-line request goes at once; a one-line request waits up to 4 s for company
