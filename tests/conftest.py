@@ -115,6 +115,14 @@ def cli(capsys, monkeypatch):
 
 
 @pytest.fixture(scope="module")
+def run(request, tmp_path_factory) -> Path:
+    """A run of an untrained tiny Transformer, one for each module that asks, its weights seeded by
+    the module's RUN_SEED (0 where it sets none), so modules do not share what their tests do to it."""
+    seed = getattr(request.module, "RUN_SEED", 0)
+    return write_run(tmp_path_factory.mktemp("run"), lambda v: tiny_model(vocab_size=v, seed=seed))
+
+
+@pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> tuple[Path, Path]:
     """A tiny run trained by the CLI (in a subprocess, as a user would), and its corpus folder; one
     for each module that asks, so what one module's tests do to it never reaches another's."""

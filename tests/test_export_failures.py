@@ -8,12 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import tiny_model, write_run
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return write_run(tmp_path_factory.mktemp("export-run"), lambda v: tiny_model(vocab_size=v, seed=2))
+RUN_SEED = 2  # the `run` fixture's weights (conftest.py)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from seq2seq.data.corpus import load_pairs
 from seq2seq.errors import Seq2SeqError
 from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.resume import TrainingState, stored_languages, stored_train_config
-from tests.conftest import caption_tokenizer, tiny_model, write_run
+from tests.conftest import caption_tokenizer
 
 SCALE = int(os.environ.get("SEQ2SEQ_FUZZ_SCALE", "1"))
 
@@ -102,9 +102,7 @@ def test_a_json_lines_corpus_of_any_rows(rows, raw, use_raw):
             assert all(isinstance(s, str) and isinstance(t, str) for s, t in pairs)
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return write_run(tmp_path_factory.mktemp("fuzz-run"), lambda v: tiny_model(vocab_size=v, seed=11))
+RUN_SEED = 11  # the `run` fixture's weights (conftest.py)
 
 
 def config_edits():

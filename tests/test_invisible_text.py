@@ -9,7 +9,6 @@ from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.training.checkpoint import load_run
 from tests.cli_helpers import run_cli
-from tests.conftest import tiny_model, write_run
 from tests.serve_helpers import make_app
 
 INVISIBLE = [
@@ -25,9 +24,7 @@ INVISIBLE = [
 ]
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return write_run(tmp_path_factory.mktemp("invisible"), lambda v: tiny_model(vocab_size=v, seed=4))
+RUN_SEED = 4  # the `run` fixture's weights (conftest.py)
 
 
 def test_invisible_characters_alone_are_blank_and_beside_text_are_not():

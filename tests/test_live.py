@@ -17,14 +17,12 @@ from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.errors import Seq2SeqError
 from seq2seq.training.checkpoint import load_run
 from tests.cli_helpers import run_cli, run_process
-from tests.conftest import EN, tiny_model, write_run
+from tests.conftest import EN
 
 GREEDY = ["--greedy", "--max-len", "6", "--device", "cpu"]
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return write_run(tmp_path_factory.mktemp("live-run"), lambda v: tiny_model(vocab_size=v, seed=11))
+RUN_SEED = 11  # the `run` fixture's weights (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -13,15 +13,12 @@ import threading
 import pytest
 
 from seq2seq.cli import translate as translate_cli
-from tests.conftest import tiny_model, write_run
 from tests.helpers import evaluate_args
 
 FLAGS = ["--output", "--attention-html", "--attention-png"]
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return write_run(tmp_path_factory.mktemp("outputs-run"), lambda v: tiny_model(vocab_size=v, seed=5))
+RUN_SEED = 5  # the `run` fixture's weights (conftest.py)
 
 
 def one_line_error(result, words: str) -> None:

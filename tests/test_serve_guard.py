@@ -7,15 +7,12 @@ from fastapi.testclient import TestClient
 
 from seq2seq.serve.guard import host_name, is_loopback
 from tests.cli_helpers import run_cli
-from tests.conftest import tiny_model, write_run
 from tests.serve_helpers import make_app
 
 KEY = "s3cret-key"
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return write_run(tmp_path_factory.mktemp("guard"), lambda v: tiny_model(vocab_size=v, seed=8))
+RUN_SEED = 8  # the `run` fixture's weights (conftest.py)
 
 
 def one_line_error(response, status: int, words: str) -> None:

@@ -10,15 +10,9 @@ import threading
 import time
 import urllib.parse
 
-import pytest
-
-from tests.conftest import tiny_model, write_run
 from tests.serve_helpers import get, live_server, make_app, post
 
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return write_run(tmp_path_factory.mktemp("overload"), lambda v: tiny_model(vocab_size=v, seed=9))
+RUN_SEED = 9  # the `run` fixture's weights (conftest.py)
 
 
 class Gate:

@@ -8,13 +8,10 @@ import sys
 
 import pytest
 
-from tests.conftest import tiny_model, write_multi30k, write_run
+from tests.conftest import write_multi30k
 from tests.helpers import evaluate_args
 
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return write_run(tmp_path_factory.mktemp("output-run"), lambda v: tiny_model(vocab_size=v, seed=3))
+RUN_SEED = 3  # the `run` fixture's weights (conftest.py)
 
 
 def cli_process(args, **kwargs):
