@@ -210,8 +210,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.render:
         for page in pages():
             text = page.read_text(encoding="utf-8")
-            if render(text) != text:
-                page.write_text(render(text), encoding="utf-8")
+            rendered = render(text)
+            if rendered != text:
+                page.write_text(rendered, encoding="utf-8")
                 print(f"rendered {page.relative_to(REPO)}")
         return
     found = problems()
