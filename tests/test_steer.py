@@ -106,7 +106,14 @@ def test_seeded_samples_are_the_same_batched_alone_and_again(model):
 
 def test_sampling_from_the_top_piece_alone_is_greedy(model):
     greedy = run(model, DecodeOptions(beam=1, max_len=10))
-    for cut in (dict(top_k=1), dict(top_p=1e-6), dict(temperature=1e-4)):
+    tiny = 1.1754943508222875e-38  # float32's smallest normal: the least the options take
+    for cut in (
+        dict(top_k=1),
+        dict(top_p=1e-6),
+        dict(temperature=1e-4),
+        dict(temperature=tiny),
+        dict(top_p=tiny),
+    ):
         options = DecodeOptions(beam=1, sample=True, seed=0, max_len=10, **cut)
         sampled = run(model, options, seeds=row_seeds(0, SOURCES, 1))
         assert [h[0].tokens for h in sampled] == [h[0].tokens for h in greedy], cut
@@ -137,6 +144,26 @@ def test_warp_keeps_the_most_likely_piece_whatever_the_cut():
     for cut in (dict(epsilon=0.9), dict(top_p=1e-9), dict(top_k=1)):
         kept = warp(logprobs, **(dict(temperature=1.0, top_k=None, top_p=1.0, epsilon=0.0) | cut))
         assert kept.isfinite().tolist() == [[True, False, False]]
+
+
+def test_warp_at_float32s_limits_keeps_a_finite_distribution():
+    """The extreme temperatures the options allow: the tiniest keeps the best piece alone (as
+    greedy), the largest flattens to uniform over the pieces not already cut; never NaN."""
+    logprobs = torch.tensor([[0.6, 0.3, 0.1, 0.0]]).log()  # the last piece impossible
+    sharp = warp(logprobs, temperature=1.1754943508222875e-38, top_k=None, top_p=1.0, epsilon=0.0)
+    assert not sharp.isnan().any() and sharp.exp().tolist() == [[1.0, 0.0, 0.0, 0.0]]
+    flat = warp(logprobs, temperature=3.4e38, top_k=None, top_p=1.0, epsilon=0.0)
+    assert not flat.isnan().any() and flat[0, :3].exp().tolist() == pytest.approx([1 / 3] * 3)
+
+
+@pytest.mark.parametrize(
+    "cut", [dict(temperature=1e-300), dict(temperature=1e-39), dict(temperature=1e39), dict(top_p=1e-300)]
+)
+def test_settings_float32_cannot_hold_are_refused(cut):
+    from seq2seq.errors import Seq2SeqError
+
+    with pytest.raises(Seq2SeqError, match="float32"):
+        DecodeOptions(beam=1, sample=True, **cut).check()
 
 
 def test_a_prefix_is_refused_past_the_models_output_limit_or_the_vocabulary(tmp_path):

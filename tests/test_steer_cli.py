@@ -80,7 +80,10 @@ def test_the_beam_trace_replays_to_the_printed_nbest(cli, tiny_run, tmp_path):
     [
         (["--sample", "--beam", "4"], "beam"),
         (["--sample", "--temperature", "0"], "temperature"),
-        (["--sample", "--temperature", "nan"], "finite"),
+        (["--sample", "--temperature", "nan"], "temperature"),
+        (["--sample", "--temperature", "1e-300"], "float32"),
+        (["--sample", "--temperature", "1e39"], "float32"),
+        (["--sample", "--top-p", "1e-300"], "float32"),
         (["--sample", "--top-p", "1.5"], "top-p"),
         (["--sample", "--top-p", "0"], "top-p"),
         (["--sample", "--top-k", "0"], "top-k"),

@@ -9,6 +9,10 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import option
 
 MAX_SAMPLES = 64  # samples per line at most: each is a decoded row
+# the model computes in float32: a setting finite and above 0 in Python can be 0 or inf there
+# (1e-300 is 0, 1e39 is inf), and every piece is then cut; these are float32's limits
+FLOAT32_TINY = 1.1754943508222875e-38  # the smallest normal float32
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 @dataclass
@@ -71,10 +75,15 @@ class DecodeOptions:
         self.check_sampling()
 
     def check_sampling(self) -> None:
-        if not math.isfinite(self.temperature) or self.temperature <= 0:
-            raise Seq2SeqError(f"temperature must be a finite number above 0, got {self.temperature}")
-        if not (math.isfinite(self.top_p) and 0 < self.top_p <= 1):
-            raise Seq2SeqError(f"top-p must be above 0 and at most 1, got {self.top_p}")
+        if not FLOAT32_TINY <= self.temperature <= FLOAT32_MAX:  # NaN fails both
+            raise Seq2SeqError(
+                f"temperature must be between {FLOAT32_TINY:.4g} and {FLOAT32_MAX:.4g} "
+                f"(float32's range, where the model computes), got {self.temperature}"
+            )
+        if not FLOAT32_TINY <= self.top_p <= 1:
+            raise Seq2SeqError(
+                f"top-p must be between {FLOAT32_TINY:.4g} (float32's smallest) and 1, got {self.top_p}"
+            )
         if not (math.isfinite(self.epsilon) and 0 <= self.epsilon < 1):
             raise Seq2SeqError(f"epsilon must be at least 0 and below 1, got {self.epsilon}")
         if self.top_k is not None and self.top_k < 1:

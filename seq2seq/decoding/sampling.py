@@ -22,7 +22,12 @@ from torch import Tensor
 
 def warp(logprobs: Tensor, temperature: float, top_k: int | None, top_p: float, epsilon: float) -> Tensor:
     """(n, V) log-probabilities -> (n, V) the log-probabilities to draw from, -inf where cut."""
-    x = (logprobs / temperature).log_softmax(-1) if temperature != 1.0 else logprobs
+    if temperature != 1.0:
+        # the best piece at 0 before dividing: a tiny temperature sends the others to -inf, never
+        # the best (where logprobs / T alone would overflow every piece to -inf)
+        x = ((logprobs - logprobs.amax(-1, keepdim=True)) / temperature).log_softmax(-1)
+    else:
+        x = logprobs
     best = x.amax(-1, keepdim=True)  # (n, 1)
     if epsilon > 0:
         x = x.masked_fill((x < math.log(epsilon)) & (x < best), float("-inf"))
