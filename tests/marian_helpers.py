@@ -37,11 +37,21 @@ def _table(*models: bytes) -> dict[str, int]:
 
 
 def marian_folder(
-    path, activation="swish", bias=False, tied=True, shared=True, seed=0, separate=False, scaled=True
+    path,
+    activation="swish",
+    bias=False,
+    tied=True,
+    shared=True,
+    seed=0,
+    separate=False,
+    scaled=True,
+    copies=False,
 ):
     """A MarianMTModel with random weights saved as transformers saves one, with OPUS-MT's
     tokenizer files: a vocabulary of both models' pieces, EOS 0, UNK 1 and PAD last; `separate`:
-    the source's (larger) and the target's apart, each its own embedding."""
+    the source's (larger) and the target's apart, each its own embedding; `copies`: the output
+    bias favours the pieces only the source model knows, as a real model's are when it copies a
+    name, so that its outputs hold them."""
     torch.manual_seed(seed)
     digits = [f"{i} {i + 1}" for i in range(0, 100, 2)]  # the synthetic corpus numbers its lines
     source, target = _spm(EN * 3 + digits, 60), _spm(FR * 3 + digits, 40 if separate else 60)
@@ -64,6 +74,10 @@ def marian_folder(
                 p.normal_(0.0, 0.5)
         if bias:
             model.final_logits_bias.normal_(0.0, 1.0)
+        if copies:
+            known = spm.SentencePieceProcessor(model_proto=target)
+            copied = [i for p, i in vocab.items() if known.PieceToId(p) == known.unk_id() and p != "<unk>"]
+            model.final_logits_bias[0, copied] += 2.0
         if not tied and shared and not separate:  # untied, transformers unties every embedding: one
             # output apart (`shared=False`: the encoder's and decoder's differ over one vocabulary)
             for stack in (model.model.encoder, model.model.decoder):

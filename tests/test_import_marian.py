@@ -57,6 +57,32 @@ def test_imported_greedy_search_is_transformers_generate(cli, tmp_path, separate
         assert got == expected[: len(got)] and len(got) > 0  # our length limit may stop first
 
 
+def test_imported_text_is_marian_tokenizers_text_with_source_only_pieces_and_the_length_limit(cli, tmp_path):
+    """50 greedy lines of a shared-vocabulary model that copies source-only pieces: our text is
+    `MarianTokenizer.decode(..., skip_special_tokens=True)`'s, and `max_len` N (pieces, EOS not
+    counted, as fairseq's) is `generate(max_new_tokens=N + 1)` (which counts the forced EOS)."""
+    hf, model, tokenizer, folder = imported(cli, tmp_path, bias=True, copies=True)
+    theirs, (order, source_order) = hf_tokenizer(folder), orders(tokenizer)
+    known = tokenizer.sides["target"]
+    lines = [f"{i} {i + 1} {EN[i % len(EN)]}" for i in range(50)]
+    copied = stopped = 0
+    for row in tokenizer.encode(lines):
+        (hyps,) = search(model, torch.tensor([[*row, EOS_ID]]), DecodeOptions(beam=1, max_len=12))
+        generated = hf.generate(
+            source_order[torch.tensor([[*row, EOS_ID]])], num_beams=1, do_sample=False, max_new_tokens=13
+        )
+        expected = generated[0, 1:].tolist()  # after the decoder start
+        expected = expected[: expected.index(0)] if 0 in expected else expected  # to their EOS
+        tokens = hyps[0].tokens
+        assert order[torch.tensor(tokens, dtype=torch.long)].tolist() == expected
+        text = tokenizer.decode([tokens])[0]
+        assert text == theirs.decode(expected, skip_special_tokens=True) and "\u2581" not in text
+        copied += any(known.PieceToId(p) == known.unk_id() for p in tokenizer.id_pieces(tokens))
+        stopped += len(tokens) == 12
+    assert copied >= 10  # lines holding a piece the target model lacks
+    assert stopped >= 1  # lines the limit stopped
+
+
 @pytest.mark.parametrize("separate", [False, True])
 def test_the_tokenizer_gives_marian_tokenizers_ids(cli, tmp_path, separate):
     _, _, tokenizer, folder = imported(cli, tmp_path, separate=separate)

@@ -40,6 +40,7 @@ from seq2seq.errors import Seq2SeqError
 FILES = ("source.spm", "target.spm", "vocab.json", "decoder_start")
 TARGET_VOCAB = "target_vocab.json"  # in the archive of a model with separate vocabularies alone
 SPECIALS = {"pad": "<pad>", "unk": "<unk>", "eos": "</s>"}
+SPACE = "\u2581"  # SentencePiece's word start
 DATE = (1980, 1, 1, 0, 0, 0)  # the earliest a zip holds: the archive's bytes are its files'
 
 
@@ -159,10 +160,18 @@ class PairTokenizer(Tokenizer):
         return [table.get(p, UNK_ID) for p in code + pieces]
 
     def decode(self, ids: list[list[int]]) -> list[str]:
-        """The target model joins the pieces; PAD, BOS and EOS are left out."""
+        """The text `MarianTokenizer.decode(ids, skip_special_tokens=True)` writes (what the
+        translation pipeline prints): the special pieces (PAD, BOS, EOS, UNK) left out, the target
+        model joins the rest, and a piece it lacks, which it keeps as written (a source-only piece
+        of a shared vocabulary, as a model emits when it copies a name), has its ▁ made a space."""
         processor = self.sides["target"]
-        skip = (PAD_ID, BOS_ID, EOS_ID)
-        return [processor.DecodePieces([self.piece_of[i] for i in row if i not in skip]) for row in ids]
+        skip = (PAD_ID, BOS_ID, EOS_ID, UNK_ID)
+        return [
+            processor.DecodePieces([self.piece_of[i] for i in row if i not in skip])
+            .replace(SPACE, " ")
+            .strip()
+            for row in ids
+        ]
 
     def pieces(self, text: str, side: str = "source") -> list[str]:
         code, text = _code(text)
