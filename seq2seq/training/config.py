@@ -3,6 +3,7 @@ declaration of its option of `seq2seq train` (`fields.option`: help, range, flag
 options and the checks of a stored run are built from these declarations."""
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from seq2seq.data.corpus import is_hub
 from seq2seq.fields import check_choices, option, ranged
@@ -157,6 +158,8 @@ class TrainConfig:
 
     def __post_init__(self):
         check_choices(self)
+        for name in PATHS:  # what config.json keeps and a resumed run compares
+            setattr(self, name, located(getattr(self, name)))
         if self.freeze != "none" and self.init_from is None:
             raise ValueError(
                 "--freeze keeps a part of the model --init-from starts with; give --init-from RUN"
@@ -170,6 +173,16 @@ class TrainConfig:
             raise ValueError(
                 "--guided-alignment names the lines of a stored corpus; it cannot train on a --stream"
             )
+
+
+# The files and runs a recipe names, kept resolved (`train --init-from run` and a resume with
+# `--init-from /abs/path/run` name one start)
+PATHS = ("init_from", "guided_alignment")
+
+
+def located(path: str | None) -> str | None:
+    """The location the user means, however typed (relative, `~`, through a link)."""
+    return None if path is None else str(Path(path).expanduser().resolve())
 
 
 # The limits belong to one invocation: a resumed run takes them from the new command line (a run

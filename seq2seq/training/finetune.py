@@ -29,12 +29,18 @@ SAMPLE = 20_000  # training pairs whose pieces are counted
 
 def start(run_dir: Path, init_from: str) -> ModelConfig:
     """For a new run: RUN's model config, which the new run trains; a one-line error when RUN is
-    no run with best weights and a tokenizer, or is the run itself."""
+    no run with best weights and a tokenizer, or is the run itself or holds it or lies inside it."""
     source = Path(init_from)
     if not (source / ckpt.BEST).is_file() or not (source / ckpt.TOKENIZER).is_file():
         raise Seq2SeqError(f"--init-from {source}: no run there (it needs {ckpt.BEST} and {ckpt.TOKENIZER})")
-    if source.resolve() == Path(run_dir).resolve():
+    start, new = source.resolve(), Path(run_dir).resolve()
+    if start == new:
         raise Seq2SeqError("--init-from names the run itself; give the new run another --run")
+    if start in new.parents or new in start.parents:  # one run's files written among the other's
+        raise Seq2SeqError(
+            f"--run {run_dir} and --init-from {source} lie one inside the other; "
+            "give the new run a folder of its own"
+        )
     return ckpt.model_config(ckpt.load_config(source))
 
 

@@ -11,7 +11,16 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import check, from_json
 from seq2seq.models.registry import ARCHITECTURE_OPTIONS, ARCHITECTURES, ModelConfig
 from seq2seq.training import checkpoint as ckpt
-from seq2seq.training.config import ADDED, LIMITS, OLDER_RECIPES, REMOVED, REMOVED_SINCE, TrainConfig
+from seq2seq.training.config import (
+    ADDED,
+    LIMITS,
+    OLDER_RECIPES,
+    PATHS,
+    REMOVED,
+    REMOVED_SINCE,
+    TrainConfig,
+    located,
+)
 
 # `seq2seq train` options that describe the model: a resumed run keeps the one it has. The preset
 # comes last, so that a refusal names the shape option that differs rather than the preset under it.
@@ -164,10 +173,11 @@ def check_typed_options(run_dir: Path, typed: dict[str, object]) -> list[str]:
         return _vocabulary_notices(run_dir, typed)
     stored = stored_train_config(run_dir)
     for name in sorted(set(typed) & {f.name for f in fields(stored)} - set(LIMITS)):
-        if typed[name] != getattr(stored, name):
+        value, asked = getattr(stored, name), typed[name]
+        if (located(asked) if name in PATHS else asked) != value:
+            started = f"without {option_name(name)}" if value is None else f"with {flag(name, value)}"
             raise Seq2SeqError(
-                f"{run_dir} was started with {flag(name, getattr(stored, name))}; a resumed "
-                "run keeps it (start a new --run to change it)"
+                f"{run_dir} was started {started}; a resumed run keeps it (start a new --run to change it)"
             )
     model = ckpt.model_config(ckpt.load_config(run_dir))
     for name in [n for n in MODEL_OPTIONS if n in typed]:
