@@ -196,6 +196,14 @@ def test_bad_pairs_and_gold_are_one_line_errors_and_write_nothing(
     assert len(result.err.strip().splitlines()) == 1 and not out.exists()
 
 
+@pytest.mark.parametrize("option", ["--layer", "--head"])
+def test_a_layer_or_head_out_of_range_names_the_cross_attentions(cli, tiny_run, pairs, option):
+    out = pairs / "links.txt"
+    result = cli(*args(tiny_run[0], pairs, option, "99", "--output", out))
+    assert result.code == 2 and f"{option} must be between 1 and" in result.err, result.err
+    assert "(the cross-attention's" in result.err and not out.exists()
+
+
 def test_all_heads_needs_gold_and_an_attention_method(cli, tiny_run, pairs):
     result = cli(*args(tiny_run[0], pairs, "--all-heads"))
     assert result.code == 2 and "--all-heads" in result.err

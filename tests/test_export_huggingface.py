@@ -419,5 +419,8 @@ def test_an_exported_folder_imports_back_to_the_same_model(run_dir, exported, tm
         theirs, ours = again(batch.src, batch.tgt_in), model(batch.src, batch.tgt_in)
     torch.testing.assert_close(theirs, ours, atol=1e-5, rtol=0)
     options = DecodeOptions(beam=2, max_len=12)
-    expected = translate(model, tokenizer, SENTENCES, options).best
-    assert translate(again, again_tokenizer, SENTENCES, options).best == expected
+    expected = translate(model, tokenizer, SENTENCES, options)
+    back = translate(again, again_tokenizer, SENTENCES, options)
+    assert back.tokens == expected.tokens
+    # the imported run writes MarianTokenizer's text, which strips the ends SentencePiece keeps
+    assert back.best == [text.strip() for text in expected.best]

@@ -140,6 +140,10 @@ def test_an_imported_run_translates_from_the_command_line(cli, tmp_path):
         (lambda f: _nest(f / "vocab.json"), r"vocab.json is not readable JSON"),
         (lambda f: _edit(f, encoder_layers=1), r"the weights hold \d+ tensors config.json does not declare"),
         (lambda f: (f / "model.safetensors").write_bytes(b"nonsense"), r"cannot load the Marian weights"),
+        (
+            lambda f: (f / "target.spm").write_bytes(b"nonsense"),
+            r"marian/target.spm is not a SentencePiece model",
+        ),
         ("unshared", r"the encoder's and the decoder's embeddings differ"),
         (
             lambda f: _edit(f, share_encoder_decoder_embeddings=False),
@@ -157,6 +161,16 @@ def test_a_folder_that_is_not_a_marian_checkpoint_is_one_line(cli, tmp_path, dam
     assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
     assert __import__("re").search(message, result.err), result.err
     assert not (tmp_path / "run").exists() and {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+@pytest.mark.parametrize("out", ["marian", "marian/run", "."])
+def test_an_import_into_or_around_its_folder_is_refused(cli, tmp_path, monkeypatch, out):
+    marian_folder(tmp_path / "marian")
+    before = sorted(tmp_path.rglob("*"))
+    monkeypatch.chdir(tmp_path)
+    result = cli("import", "marian", out, "--force")
+    assert result.code == 2 and "is, holds or lies inside the folder marian" in result.err, result.err
+    assert sorted(tmp_path.rglob("*")) == before
 
 
 def _nest(path, depth=100_000):

@@ -163,7 +163,8 @@ class PairTokenizer(Tokenizer):
         """The text `MarianTokenizer.decode(ids, skip_special_tokens=True)` writes (what the
         translation pipeline prints): the special pieces (PAD, BOS, EOS, UNK) left out, the target
         model joins the rest, and a piece it lacks, which it keeps as written (a source-only piece
-        of a shared vocabulary, as a model emits when it copies a name), has its ▁ made a space."""
+        of a shared vocabulary, as a model emits when it copies a name), has its ▁ made a space,
+        and the ends are stripped (the joint tokenizer keeps them, as SentencePiece does)."""
         processor = self.sides["target"]
         skip = (PAD_ID, BOS_ID, EOS_ID, UNK_ID)
         return [

@@ -54,7 +54,7 @@ class AttentionMaps:
     def map(self, kind: str, layer: int | None = None, head: int | None = None) -> Tensor:
         """(rows, cols) for one layer (1-based; default the last) and one head (1-based; default
         the mean over heads)."""
-        check_choice(self, layer, head)
+        check_choice(self, layer, head, (kind,))
         weights = self.weights[kind][(layer or self.layers(kind)) - 1]  # (H, rows, cols)
         return weights.mean(0) if head is None else weights[head - 1]
 
@@ -75,9 +75,12 @@ class AttentionMaps:
         return notebook(page([sentence_json(self)], self.source_text))
 
 
-def check_choice(maps: AttentionMaps, layer: int | None, head: int | None) -> None:
-    """A one-line error naming the valid range when --layer or --head is out of it."""
-    for kind in maps.weights:
+def check_choice(
+    maps: AttentionMaps, layer: int | None, head: int | None, kinds: tuple[str, ...] | None = None
+) -> None:
+    """A one-line error naming the valid range when --layer or --head is out of it, for each of
+    `kinds` that is shown (default: every kind the maps hold)."""
+    for kind in kinds or tuple(maps.weights):
         for name, value, count in (("layer", layer, maps.layers(kind)), ("head", head, maps.heads(kind))):
             if value is not None and not 1 <= value <= count:
                 title = KINDS[kind][0]

@@ -7,15 +7,16 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.training.checkpoint import load_run
 
 
-def check_output(run_dir: Path, output_dir: Path, force: bool) -> Path:
+def check_output(run_dir: Path, output_dir: Path, force: bool, read: str = "the run") -> Path:
     """Refuse an existing `output_dir` without `force`, and always one that is, holds or lies in the
-    run: replacing it would delete the run (or the export would land inside it)."""
+    run (or what else is `read`: the Marian folder an import reads): replacing it would delete the
+    run (or the export would land inside it)."""
     output_dir, run = Path(output_dir), Path(run_dir).resolve()
     # where the export lands (a link named OUT is replaced, not followed) and what OUT names
     for target in (output_dir.parent.resolve() / output_dir.name, output_dir.resolve()):
         if target == run or run in target.parents or target in run.parents:
             raise Seq2SeqError(
-                f"{output_dir} is, holds or lies inside the run {run_dir}; choose another folder"
+                f"{output_dir} is, holds or lies inside {read} {run_dir}; choose another folder"
             )
     if (output_dir.exists() or output_dir.is_symlink()) and not force:
         raise Seq2SeqError(f"{output_dir} already exists; pass --force to replace it")

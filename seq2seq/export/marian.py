@@ -53,8 +53,9 @@ def import_marian(
     `source` (or a Hub id, fetched into huggingface_hub's cache), all or nothing; `source` is only
     read."""
     source = checkpoint_folder(str(source))
-    check_output(source, run_dir, force)  # never over, in or around the folder it reads
+    check_output(source, run_dir, force, "the folder")  # never over, in or around what it reads
     config = _config(source)
+    pieces = [_sentencepiece(source / name) for name in ("source.spm", "target.spm")]
     separate = not config.get("share_encoder_decoder_embeddings", True)
     vocab = _vocab(source / "vocab.json", config.get("vocab_size"), config, ids=not separate)
     target_vocab = _target_vocab(source, config) if separate else vocab
@@ -86,8 +87,7 @@ def import_marian(
         from seq2seq.models.registry import build_model
         from seq2seq.training import checkpoint as ckpt
 
-        spm = [(source / name).read_bytes() for name in ("source.spm", "target.spm")]
-        write_archive(folder / ckpt.TOKENIZER, *spm, vocab, start, target_vocab if separate else None)
+        write_archive(folder / ckpt.TOKENIZER, *pieces, vocab, start, target_vocab if separate else None)
         tokenizer = PairTokenizer(folder / ckpt.TOKENIZER)
         ours = our_config(config, hf, tokenizer, gated=model_class.__name__.startswith("Gated"))
         model = build_model(ours)
@@ -112,6 +112,19 @@ def import_marian(
     except OSError as e:
         raise Seq2SeqError(f"cannot write {run_dir}: {e.strerror or first_line(e)}") from None
     return Path(run_dir)
+
+
+def _sentencepiece(path: Path) -> bytes:
+    """A SentencePiece model's bytes, refused under its own name when SentencePiece cannot read it."""
+    import sentencepiece as spm
+
+    try:
+        data = path.read_bytes()
+        spm.SentencePieceProcessor().LoadFromSerializedProto(data)
+    except (OSError, RuntimeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "SentencePiece cannot read it"
+        raise Seq2SeqError(f"{path} is not a SentencePiece model ({why})") from None
+    return data
 
 
 def checkpoint_folder(source: str) -> Path:
