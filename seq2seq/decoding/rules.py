@@ -18,6 +18,7 @@ from seq2seq.models.protocol import Seq2SeqModel
 class Hypothesis:
     tokens: list[int]  # output ids, EOS excluded
     score: float  # sum of log-probabilities (EOS included) divided by the length penalty
+    unmet: int = 0  # constraints left unmet: only by one stopped at its length limit (constraints.py)
 
 
 COMPACTION_SHARE = 0.25
@@ -61,15 +62,16 @@ def length_notices(model: Seq2SeqModel, options: DecodeOptions) -> list[str]:
     return notices
 
 
-def max_lengths(src: Tensor, options: DecodeOptions, limit: int, prefix_lens: Tensor | None = None) -> Tensor:
+def max_lengths(src: Tensor, options: DecodeOptions, limit: int, least: Tensor | None = None) -> Tensor:
     """Per-sentence output limit (B,): absolute, or a function of the source length, and never
-    below a forced prefix (`prefix_lens`, (B,); an absolute limit below one is refused before).
+    below what a sentence needs (`least`, (B,): a forced prefix and its constraints' pieces; an
+    absolute limit below them is refused before).
     Limits are capped at `limit` in Python first: a length beyond int64 is no tensor."""
     if options.max_len is not None:
         lens = torch.full((src.size(0),), min(options.max_len, limit), device=src.device)
     else:
         src_len = (src != PAD_ID).sum(1)
         lens = (options.max_len_a * src_len + options.max_len_b).long()
-    if prefix_lens is not None:
-        lens = torch.maximum(lens, prefix_lens)
+    if least is not None:
+        lens = torch.maximum(lens, least)
     return lens.clamp(min=min(options.min_len, limit), max=limit)

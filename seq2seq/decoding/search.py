@@ -15,11 +15,13 @@ from seq2seq.data.batch import pad
 from seq2seq.data.special import EOS_ID
 from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.beam import beam_search
+from seq2seq.decoding.constraints import Banks, LineConstraints
 from seq2seq.decoding.greedy import greedy
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.prefix import Prefix, prefix_ids
 from seq2seq.decoding.rules import Hypothesis, length_notices, max_lengths, output_limit
 from seq2seq.decoding.sampling import Sampler, row_seeds
+from seq2seq.decoding.terms import Terms, constraint_ids
 from seq2seq.decoding.trace import BeamTrace
 from seq2seq.device import autocast
 from seq2seq.errors import Seq2SeqError
@@ -28,6 +30,7 @@ from seq2seq.models.protocol import Seq2SeqModel
 __all__ = [  # what search's callers import from here
     "DecodeOptions",
     "Hypothesis",
+    "Terms",
     "Translations",
     "beam_search",
     "greedy",
@@ -61,11 +64,13 @@ def translate(
     options: DecodeOptions,
     prefixes: list[str] | None = None,
     trace: bool = False,
+    constraints: list[Terms] | None = None,
 ) -> Translations:
     """Translate lines in length-sorted batches, returning results in input order; a blank line
     (`is_blank`, or no pieces at all) gives an empty translation without touching the model.
     `prefixes`: one per line, the text its translation starts with ("" for none). `trace`: keep
-    each line's beam (beam search, also at beam 1), in `Translations.traces`."""
+    each line's beam (beam search, also at beam 1), in `Translations.traces`. `constraints`: one
+    per line, the terms its translation must hold and must not (beam search)."""
     options.check()
     if options.beam > model.cfg.vocab_size:  # more beams than pieces to extend them with
         raise Seq2SeqError(
@@ -73,16 +78,23 @@ def translate(
         )
     if trace and options.sample:
         raise Seq2SeqError("a beam trace records beam search; sampling has no beam to record")
+    if constraints is not None and (options.sample or options.beam < 2):
+        raise Seq2SeqError(
+            "constraints need beam search (--beam 2 or more): greedy search and sampling have no "
+            "beam to make room for them"
+        )
     forced = prefix_ids(tokenizer, prefixes, len(lines), output_limit(model))
     if options.max_len is not None and max(map(len, forced), default=0) > options.max_len:
         raise Seq2SeqError(f"a prefix is longer than max-len {options.max_len}: raise it, or shorten it")
+    limit = output_limit(model) if options.max_len is None else min(options.max_len, output_limit(model))
+    banked = constraint_ids(tokenizer, constraints, len(lines), options.beam, limit)
     ids, truncated = source_ids(model, tokenizer, lines)
     nbest: list[list[tuple[str, float]]] = [[] for _ in lines]
     tokens: list[list[int]] = [[] for _ in lines]
     traces: dict[int, list[dict]] | None = {} if trace else None
     # a line the tokenizer reduces to no pieces is blank too: the model would read EOS alone
     todo = [i for i, line in enumerate(lines) if not is_blank(line) and len(ids[i]) > 1]
-    for i, sentence_hyps in search_in_batches(model, ids, todo, options, forced, traces):
+    for i, sentence_hyps in search_in_batches(model, ids, todo, options, forced, traces, banked):
         texts = tokenizer.decode([h.tokens for h in sentence_hyps])
         nbest[i] = [(text, h.score) for text, h in zip(texts, sentence_hyps, strict=True)]
         tokens[i] = sentence_hyps[0].tokens
@@ -97,13 +109,15 @@ def search_in_batches(
     options: DecodeOptions,
     prefixes: list[list[int]] | None = None,
     traces: dict[int, list[dict]] | None = None,
+    constraints: list[LineConstraints | None] | None = None,
 ) -> Iterator[tuple[int, list[Hypothesis]]]:
     """(i, the hypotheses of ids[i]) for each i of `todo`, searched in batches of similar length
     (less padding), in that length order; `prefixes[i]`, the pieces ids[i]'s output starts with;
-    `traces`, where each i's beam goes, when given. In beam search lines with prefixes are
-    batched by the prefix's length first: then one pass fills the cache with every prefix of a
-    batch, and no beam spends its rows on a prefix still being forced; a greedy row forces a
-    piece at the cost of a step, so there the source's length alone, which pads least, decides
+    `traces`, where each i's beam goes, when given; `constraints[i]`, ids[i]'s. In beam search
+    lines with prefixes are batched by the prefix's length first: then one pass fills the cache
+    with every prefix of a batch, and no beam spends its rows on a prefix still being forced; a
+    greedy row forces a piece at the cost of a step, so there the source's length alone, which
+    pads least, decides
     (docs/decoding.md measures both)."""
     device = next(model.parameters()).device
     if prefixes is not None and any(prefixes) and options.beam > 1 and not options.sample:
@@ -115,11 +129,12 @@ def search_in_batches(
         src = pad([ids[i] for i in chunk]).to(device)
         prefix = None if prefixes is None else Prefix.of([prefixes[i] for i in chunk], device)
         trace = None if traces is None else BeamTrace()
+        banks = None if constraints is None else Banks.of([constraints[i] for i in chunk], device)
         seeds = None
         if options.sample:
             seeds = row_seeds(options.seed, [ids[i] for i in chunk], options.num_samples)
         with torch.inference_mode(), autocast(device, options.bf16):
-            hyps = search(model, src, options, prefix, trace, seeds)
+            hyps = search(model, src, options, prefix, trace, seeds, banks)
         if trace is not None:
             traces.update(zip(chunk, trace.nodes, strict=True))
         yield from zip(chunk, hyps, strict=True)
@@ -145,16 +160,20 @@ def search(
     prefix: Prefix | None = None,
     trace: BeamTrace | None = None,
     seeds: list[int] | None = None,
+    banks: Banks | None = None,
 ) -> list[list[Hypothesis]]:
     """Sampling with `options.sample` (`seeds`: one per drawn row, `row_seeds`); else greedy when
-    the beam is 1 (same result as beam_search, cheaper) and no trace is asked; beam search
-    otherwise. Per sentence its hypotheses, best first."""
-    max_lens = max_lengths(src, options, output_limit(model), None if prefix is None else prefix.lens)
+    the beam is 1 (same result as beam_search, cheaper) and no trace or constraint is asked; beam
+    search otherwise. Per sentence its hypotheses, best first."""
+    least = None if prefix is None else prefix.lens  # (B,) the output a sentence needs at least
+    if banks is not None:
+        least = banks.pieces if least is None else least + banks.pieces
+    max_lens = max_lengths(src, options, output_limit(model), least)
     if options.sample:
         N = options.num_samples
         seeds = seeds if seeds is not None else row_seeds(None, src.tolist(), N)
         drawn = greedy(model, src, max_lens, options, prefix, Sampler(options, seeds))
         return [sorted(drawn[b * N : (b + 1) * N], key=lambda h: -h.score) for b in range(src.size(0))]
-    if options.beam == 1 and trace is None:
+    if options.beam == 1 and trace is None and banks is None:
         return [[h] for h in greedy(model, src, max_lens, options, prefix)]
-    return beam_search(model, src, max_lens, options, prefix, trace)
+    return beam_search(model, src, max_lens, options, prefix, trace, banks)

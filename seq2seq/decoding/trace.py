@@ -32,11 +32,15 @@ class BeamTrace:
             self.nodes[-1][0] |= {"score": score, "state": "root"}
             self.rows.append([0])
 
-    def step(self, t: int, sent, alive, top_scores, parent, token, ends, kept, alpha: float) -> None:
+    def step(
+        self, t: int, sent, alive, top_scores, parent, token, ends, kept, alpha: float, met=None, unmet=None
+    ) -> None:
         """Record step `t`: of each active sentence row (sent, alive: (n,)), the W ranked candidates
         (top_scores, parent, token: (n, W)), which of the first K end (ends (n, K)) and which the
-        beam keeps, in row order (kept (n, K): candidate indices)."""
+        beam keeps, in row order (kept (n, K): candidate indices); with constraints, how many
+        each candidate has met and (if it ends) leaves unmet (met, unmet: (n, W) lists)."""
         W, K = top_scores.size(1), kept.size(1)
+        n = len(kept)
         rows = zip(
             sent.tolist(),
             alive.tolist(),
@@ -45,9 +49,11 @@ class BeamTrace:
             token.tolist(),
             ends.tolist(),
             kept.tolist(),
+            met or [None] * n,
+            unmet or [None] * n,
             strict=True,
         )
-        for b, active, scores, parents, tokens, ended, keep in rows:
+        for b, active, scores, parents, tokens, ended, keep, row_met, row_unmet in rows:
             if not active:
                 continue
             nodes, row_nodes, made = self.nodes[b], self.rows[b], {}
@@ -59,6 +65,10 @@ class BeamTrace:
                 node |= {"token": tokens[c], "score": scores[c], "state": state}
                 if state == "finished":
                     node["final"] = scores[c] / penalty(t + 1, alpha)
+                if row_met is not None:
+                    node["met"] = row_met[c]
+                    if state == "finished":
+                        node["unmet"] = row_unmet[c]
                 nodes.append(node)
                 made[c] = node["id"]
             self.rows[b] = [made.get(c) for c in keep]
@@ -67,7 +77,7 @@ class BeamTrace:
 def best_nodes(nodes: list[dict], nbest: int) -> list[int]:
     """The ids of the finished nodes that make the n-best, best first."""
     finished = [n for n in nodes if n["state"] == "finished"]
-    return [n["id"] for n in sorted(finished, key=lambda n: -n["final"])[:nbest]]
+    return [n["id"] for n in sorted(finished, key=lambda n: (n.get("unmet", 0), -n["final"]))[:nbest]]
 
 
 def with_pieces(tokenizer, nodes: list[dict]) -> list[dict]:

@@ -1,0 +1,143 @@
+"""Terms a translation must hold or avoid, as users give them: on the command line (`--constraint`,
+`--avoid`, for every line), a file of one line's constraints per input line (`--constraints-file`:
+a JSON list of terms, a JSON object `{"include": [...], "avoid": [...]}`, or terms separated by
+tabs; an empty line for none) and a glossary (`--glossary`: `source term<TAB>target term` lines;
+a line whose source holds a source term, as whole words, must hold its target term). Each is
+turned into target pieces (`constraint_ids`) for the search (constraints.py).
+"""
+
+import json
+import re
+from dataclasses import dataclass
+
+from seq2seq.data.special import UNK_ID
+from seq2seq.decoding.constraints import LineConstraints, Phrase
+from seq2seq.errors import Seq2SeqError
+
+
+@dataclass(frozen=True)
+class Terms:
+    """One line's constraints as text: what the output must hold, and what it must not."""
+
+    include: tuple[str, ...] = ()
+    avoid: tuple[str, ...] = ()
+
+
+def constraint_ids(
+    tokenizer, terms: list[Terms] | None, lines: int, beam: int, limit: int
+) -> list[LineConstraints | None]:
+    """Each line's constraints as target pieces (None for none): a one-line error for a count other
+    than the lines', a term the tokenizer cannot spell, phrases that need more output than
+    `limit` or more banks than the beam has, or a phrase to include that holds one to avoid."""
+    if terms is None:
+        return [None] * lines
+    if len(terms) != lines:
+        raise Seq2SeqError(f"{lines} lines but {len(terms)} lines of constraints; give one a line")
+    out: list[LineConstraints | None] = []
+    for number, line in enumerate(terms, start=1):
+        include = _phrases(tokenizer, line.include, number)
+        avoid = _phrases(tokenizer, line.avoid, number)
+        if len(include) >= beam:
+            raise Seq2SeqError(
+                f"line {number} has {len(include)} constraints; a beam of {beam} holds at most {beam - 1}: "
+                "raise --beam"
+            )
+        for (text, phrase), (bad, banned) in ((a, b) for a in include.items() for b in avoid.items()):
+            if any(phrase[i : i + len(banned)] == banned for i in range(len(phrase))):
+                raise Seq2SeqError(
+                    f"line {number}: the constraint {text!r} holds {bad!r}, which --avoid forbids"
+                )
+        found = LineConstraints(tuple(include.values()), tuple(avoid.values()))
+        if found.pieces > limit:
+            raise Seq2SeqError(
+                f"line {number}'s constraints take {found.pieces} pieces, above the longest output "
+                f"({limit}; see --max-len)"
+            )
+        out.append(found if include or avoid else None)
+    return out
+
+
+def _phrases(tokenizer, texts: tuple[str, ...], number: int) -> dict[str, Phrase]:
+    """text -> its target pieces, each phrase once."""
+    phrases: dict[str, Phrase] = {}
+    for text in texts:
+        ids = tuple(tokenizer.encode([text], "target")[0])
+        if not ids or UNK_ID in ids:
+            why = "is blank" if not ids else "holds characters the tokenizer has no piece for"
+            raise Seq2SeqError(f"line {number}: the constraint {text[:40]!r} {why}")
+        if ids not in phrases.values():
+            phrases[text] = ids
+    return phrases
+
+
+def constraints_line(text: str, where: str) -> Terms:
+    """One line of a constraints file: JSON (a list of terms, or an object of `include` and
+    `avoid` lists), else terms separated by tabs; blank: none."""
+    if not text.strip():
+        return Terms()
+    if text.lstrip()[:1] not in "[{":
+        return Terms(tuple(t for t in text.split("\t") if t.strip()))
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise Seq2SeqError(f"{where} is not readable JSON") from None
+    if isinstance(value, list):
+        value = {"include": value}
+    if not isinstance(value, dict) or set(value) - {"include", "avoid"}:
+        raise Seq2SeqError(f'{where}: give a list of terms, or {{"include": [...], "avoid": [...]}}')
+    lists = [value.get(key, []) for key in ("include", "avoid")]
+    if not all(isinstance(x, list) and all(isinstance(t, str) for t in x) for x in lists):
+        raise Seq2SeqError(f"{where}: the terms must be lists of strings")
+    return Terms(tuple(lists[0]), tuple(lists[1]))
+
+
+@dataclass(frozen=True)
+class Glossary:
+    """Source term -> target term: a line whose source holds the source term (as whole words,
+    optionally ignoring case) must hold the target term."""
+
+    entries: tuple[tuple[str, str], ...]
+    ignore_case: bool = False
+
+    @classmethod
+    def parse(cls, lines: list[str], name: str, ignore_case: bool = False) -> "Glossary":
+        entries = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            source, tab, target = line.partition("\t")
+            if not tab or not source.strip() or not target.strip() or "\t" in target:
+                raise Seq2SeqError(
+                    f"{name} line {number}: give 'source term<TAB>target term', one tab between two terms"
+                )
+            entries.append((source.strip(), target.strip()))
+        return cls(tuple(entries), ignore_case)
+
+    def terms(self, line: str) -> tuple[str, ...]:
+        """The target terms of the source terms `line` holds, in the glossary's order, once each."""
+        flags = re.IGNORECASE if self.ignore_case else 0
+        found = [
+            target
+            for source, target in self.entries
+            if re.search(rf"(?<!\w){re.escape(source)}(?!\w)", line, flags)
+        ]
+        return tuple(dict.fromkeys(found))
+
+
+def line_terms(
+    lines: list[str],
+    include: tuple[str, ...] = (),
+    avoid: tuple[str, ...] = (),
+    per_line: list[Terms] | None = None,
+    glossary: Glossary | None = None,
+) -> list[Terms] | None:
+    """Each line's terms: those for every line, its own (`per_line`) and the glossary's; None
+    when there are none at all (the plain search)."""
+    if not (include or avoid or per_line or glossary):
+        return None
+    out = []
+    for i, line in enumerate(lines):
+        own = per_line[i] if per_line is not None else Terms()
+        found = glossary.terms(line) if glossary is not None else ()
+        out.append(Terms((*include, *own.include, *found), (*avoid, *own.avoid)))
+    return out
