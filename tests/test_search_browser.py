@@ -289,3 +289,21 @@ def test_a_long_beam_stays_readable(browser, tmp_path):
     assert tab.locator("#beam-panel").bounding_box()["width"] <= 1000
     assert seen == []
     context.close()
+
+
+def test_a_constrained_beam_shows_the_constraints_each_node_met(browser, tmp_path):
+    beam = beam_record(4, 2)
+    for node in beam["nodes"][1:]:
+        node["met"] = min(node["step"] // 2, 2)  # the banks fill as the steps go
+    given = sentence(["\u2581a", "</s>"], ["\u2581un", "</s>"]) | {"beam": beam}
+    context, tab, seen = offline_page(browser, tmp_path, [given])
+    assert_tree(tab, beam)
+    for node in beam["nodes"][1:]:
+        box = tab.locator(f'#beam-tree g.node[data-id="{node["id"]}"]')
+        assert box.get_attribute("data-met") == str(node["met"])
+        label = box.locator("text").text_content()
+        assert label.endswith(f"\u2713{node['met']}") == (node["met"] > 0), label
+        assert f"constraints met: {node['met']}" in box.locator("title").text_content()
+    assert tab.locator('#beam-tree g.node[data-state="root"]').get_attribute("data-met") is None
+    assert seen == []
+    context.close()

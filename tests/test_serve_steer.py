@@ -47,6 +47,22 @@ def test_translate_with_prefixes_and_samples_is_the_librarys(served):
     assert [len(hyps) for hyps in drawn["nbest"]] == [4, 4, 4]
 
 
+def test_translate_with_constraints_is_the_librarys(served):
+    from seq2seq.decoding.terms import Terms
+
+    client, model, tokenizer = served
+    lines = SENTENCES[:3]
+    per_line = [["chien"], [], ["chat", "rouge"]]
+    body = {"text": lines, "constraints": per_line, "avoid": ["le"], "max_len": 12}
+    answer = client.post("/translate", json=body).json()
+    terms = [Terms(tuple(own), ("le",)) for own in per_line]
+    library = translate(model, tokenizer, lines, DecodeOptions(beam=3, max_len=12), constraints=terms)
+    assert answer["translations"] == library.best
+    assert "chien" in answer["translations"][0] and "rouge" in answer["translations"][2]
+    everyone = client.post("/translate", json={"text": lines, "constraints": ["chat"], "max_len": 12}).json()
+    assert all("chat" in line for line in everyone["translations"])
+
+
 def test_alternatives_are_the_models_distributions_and_a_click_re_decodes_through_one(served):
     client, model, tokenizer = served
     text = SENTENCES[1]
@@ -101,6 +117,12 @@ def test_the_beam_the_server_returns_is_the_search_that_ran(served):
         ("/translate", {"text": "a dog", "sample": True, "num_samples": 65}, "num_samples"),
         ("/translate", {"text": "a dog", "sample": True, "beam": 3}, "beam"),
         ("/attention", {"text": "a dog", "sample": True, "beam_trace": True}, "beam"),
+        ("/translate", {"text": "a dog", "constraints": ["\u4e2d\u6587"]}, "no piece for"),
+        ("/translate", {"text": "a dog", "constraints": ["chien"], "greedy": True}, "beam search"),
+        ("/translate", {"text": ["a", "b"], "constraints": [["chien"]]}, "lists of constraints"),
+        ("/translate", {"text": "a dog", "constraints": ["chien"], "avoid": ["chien"]}, "forbids"),
+        ("/translate", {"text": "a dog", "constraints": ["chien", "chat", "rouge"]}, "holds at most 2"),
+        ("/translate", {"text": "a dog", "constraints": "chien"}, "constraints"),
         ("/attention", {"text": "a dog", "alternatives": 21}, "alternatives"),
         ("/attention", {"text": "a dog", "translation": "un chien", "prefix": "un"}, "prefix"),
     ],

@@ -1,5 +1,6 @@
 """What `translate` steers the search with and what it records of it: the prefixes (--prefix,
---prefix-file) and the beam's record (--beam-trace, JSON lines)."""
+--prefix-file), the terms (--constraint, --avoid, --constraints-file, --glossary) and the beam's
+record (--beam-trace, JSON lines)."""
 
 import json
 from pathlib import Path
@@ -23,12 +24,60 @@ def whole(path: Path | None) -> list[str]:
     return [line for group in line_groups(path, 1 << 16) for line in group]
 
 
-def check_count(prefixes: list[str], lines: int, prefix_file: Path) -> None:
-    if len(prefixes) != lines:
+def check_count(given: list, lines: int, path: Path, flag: str = "--prefix-file") -> None:
+    if len(given) != lines:
+        what = "prefix" if flag == "--prefix-file" else "line of constraints"
         raise typer.BadParameter(
-            f"{prefix_file} has {len(prefixes)} lines but the input has {lines}; give one prefix a line",
-            param_hint="--prefix-file",
+            f"{path} has {len(given)} lines but the input has {lines}; give one {what} a line",
+            param_hint=flag,
         )
+
+
+class Terms:
+    """The terms of the lines: --constraint and --avoid for every line, --constraints-file's line
+    for each (read whole, its count checked against the input's), --glossary's for the lines
+    that hold its source terms."""
+
+    def __init__(
+        self, include, avoid, constraints_file: Path | None, glossary: Path | None, ignore_case: bool
+    ):
+        from seq2seq.decoding.terms import Glossary, constraints_line
+
+        if ignore_case and glossary is None:
+            raise typer.BadParameter("goes with --glossary", param_hint="--ignore-case")
+        self.include, self.avoid, self.path = tuple(include or ()), tuple(avoid or ()), constraints_file
+        self.per_line = None
+        if constraints_file is not None:
+            texts = whole(constraints_file)
+            self.per_line = [
+                constraints_line(t, f"{constraints_file} line {n}") for n, t in enumerate(texts, 1)
+            ]
+        self.glossary = (
+            None if glossary is None else Glossary.parse(whole(glossary), str(glossary), ignore_case)
+        )
+        self.given = bool(self.include or self.avoid or self.per_line is not None or self.glossary)
+
+    def of(self, first: int, lines: list[str]):
+        """Each line's terms (decoding/terms.py's Terms), or None for the plain search."""
+        from seq2seq.decoding.terms import line_terms
+
+        own = None if self.per_line is None else self.per_line[first - 1 : first - 1 + len(lines)]
+        return line_terms(lines, self.include, self.avoid, own, self.glossary)
+
+    def check(self, tokenizer, lines: int | None, beam: int, limit: int) -> None:
+        """What can be checked before any line is translated (`lines`: the input's count, when it
+        is read whole): every term of the file and the command line, and each glossary term
+        beside them (a line's other matches are checked with it, when it comes)."""
+        from seq2seq.decoding.terms import Terms, constraint_ids, line_terms
+
+        if self.per_line is not None:
+            check_count(self.per_line, lines, self.path, "--constraints-file")
+        every = self.per_line or [Terms()]
+        constraint_ids(
+            tokenizer, line_terms([""] * len(every), self.include, self.avoid, every), len(every), beam, limit
+        )
+        for _, target in self.glossary.entries if self.glossary else ():
+            constraint_ids(tokenizer, line_terms([""], (*self.include, target), self.avoid), 1, beam, limit)
 
 
 class TraceFile:
@@ -38,7 +87,10 @@ class TraceFile:
     def __init__(self, path: Path | None):
         self.path, self.lines = path, []
 
-    def add(self, tokenizer, first: int, lines: list[str], prefixes: list[str] | None, traces) -> None:
+    def add(
+        self, tokenizer, first: int, lines: list[str], prefixes: list[str] | None, traces, terms=None
+    ) -> None:
+        """Each line's record; with `terms` (each line's), its constraints too."""
         from seq2seq.decoding.trace import with_pieces
 
         if self.path is None:
@@ -47,6 +99,8 @@ class TraceFile:
             with_pieces(tokenizer, nodes)
             prefix = "" if prefixes is None else prefixes[i]
             record = {"line": first + i, "source": source, "prefix": prefix, "nodes": nodes}
+            if terms is not None:
+                record["constraints"] = {"include": list(terms[i].include), "avoid": list(terms[i].avoid)}
             self.lines.append(json.dumps(record, ensure_ascii=False))
 
     def finish(self) -> None:

@@ -28,7 +28,7 @@ from seq2seq.cli.options import (
     with_parameters,
 )
 from seq2seq.cli.outputs import LineWriter, Outputs, numbered, write_file
-from seq2seq.cli.steer import TraceFile, check_count, prefix_lines, whole
+from seq2seq.cli.steer import Terms, TraceFile, check_count, prefix_lines, whole
 from seq2seq.decoding.options import SAMPLING
 
 GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
@@ -75,15 +75,38 @@ def translate(
     beam_trace: Path | None = typer.Option(
         None, "--beam-trace", help="Write each line's beam (kept, finished, pruned) to FILE as JSON lines."
     ),
+    constraint: list[str] | None = typer.Option(
+        None, "--constraint", help="Every translation holds TEXT's pieces (repeatable; beam search)."
+    ),
+    avoid: list[str] | None = typer.Option(
+        None, "--avoid", help="No translation holds TEXT's pieces (repeatable; beam search)."
+    ),
+    constraints_file: Path | None = typer.Option(
+        None,
+        "--constraints-file",
+        help='One line\'s constraints a line of input: a JSON list, {"include": [...], "avoid": [...]}, '
+        "or terms separated by tabs (an empty line: none).",
+    ),
+    glossary: Path | None = typer.Option(
+        None,
+        "--glossary",
+        help="Lines 'source term<TAB>target term': a line holding a source term (whole words) is "
+        "translated with its target term.",
+    ),
+    ignore_case: bool = typer.Option(
+        False, "--ignore-case", help="--glossary: match the source terms in any case."
+    ),
     **sampling,
 ):
     """Translate sentences: exactly one output line per input line, in order. From a terminal with
     no TEXT or --input: a prompt, a translation per line entered (an empty line or Ctrl-D ends)."""
-    from seq2seq.decoding.search import DecodeOptions, length_notices
+    from seq2seq.decoding.search import DecodeOptions, length_notices, output_room
     from seq2seq.training.checkpoint import load_run
 
     run = run_dir(run)
-    outputs = Outputs(input, prefix_file, run=run, stdin=input is None and not text)
+    outputs = Outputs(
+        input, prefix_file, constraints_file, glossary, run=run, stdin=input is None and not text
+    )
     for flag, path in (
         ("--output", output),
         ("--attention-png", attention_png),
@@ -118,10 +141,18 @@ def translate(
         raise typer.BadParameter("records beam search; --sample has no beam", param_hint="--beam-trace")
     texts = arguments(text) if text else None
     prefixes = prefix_lines(prefix, prefix_file)
-    if prefixes is not None:  # read the input whole: the two must pair up before anything is written
-        texts = texts or whole(input)
+    terms = Terms(constraint, avoid, constraints_file, glossary, ignore_case)
+    if terms.given and (options.sample or options.beam < 2):
+        raise typer.BadParameter(
+            "constraints need beam search (--beam 2 or more): greedy search and sampling have no "
+            "beam to make room for them",
+            param_hint="--constraint" if constraint else "--avoid" if avoid else "--constraints-file",
+        )
+    if prefixes is not None or terms.per_line is not None:  # read the input whole: the files must
+        texts = texts or whole(input)  # pair up with it before anything is written
+    if prefixes is not None:
         check_count(prefixes, len(texts), prefix_file)
-    steer = Steer(prefix, prefixes, TraceFile(beam_trace))
+    steer = Steer(prefix, prefixes, TraceFile(beam_trace), terms)
     live = texts is None and input is None and stdin_is_terminal()
     progress = output is not None and not live
     total = len(texts) if texts else count_lines(input) if input and progress else None
@@ -129,6 +160,8 @@ def translate(
         model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
         for notice in length_notices(model, options):
             display.warn(notice)
+        if terms.given:
+            terms.check(tokenizer, len(texts) if texts else None, options.beam, output_room(model, options))
         if live:
             groups = prompted_lines()
         else:
@@ -152,10 +185,11 @@ with_parameters(translate, decode_parameters(SAMPLING))
 
 
 class Steer:
-    """The prefixes of the lines (--prefix: one for all; --prefix-file: one each) and the trace file."""
+    """The prefixes of the lines (--prefix: one for all; --prefix-file: one each), their terms and
+    the trace file."""
 
-    def __init__(self, prefix: str | None, prefixes: list[str] | None, trace: TraceFile):
-        self.prefix, self.prefixes, self.trace = prefix, prefixes, trace
+    def __init__(self, prefix: str | None, prefixes: list[str] | None, trace: TraceFile, terms: Terms):
+        self.prefix, self.prefixes, self.trace, self.terms = prefix, prefixes, trace, terms
 
     def of(self, first: int, count: int) -> list[str] | None:
         if self.prefixes is not None:
@@ -168,9 +202,9 @@ def translate_group(model, tokenizer, lines, first, writer, options, views, stee
     their attention."""
     from seq2seq.decoding.search import translate as translate_lines
 
-    prefixes = steer.of(first, len(lines))
+    prefixes, terms = steer.of(first, len(lines)), steer.terms.of(first, lines)
     traced = steer.trace.path is not None
-    result = translate_lines(model, tokenizer, lines, options, prefixes, traced)
+    result = translate_lines(model, tokenizer, lines, options, prefixes, traced, terms)
     if result.truncated:
         display.warn(
             f"{result.truncated} of lines {first}-{first + len(lines) - 1} were longer than the model's "
@@ -185,7 +219,7 @@ def translate_group(model, tokenizer, lines, first, writer, options, views, stee
         if maps:  # a bad --layer/--head is refused before anything of this group is written
             check_choice(next(iter(maps.values())), views.layer, views.head)
     if traced:
-        steer.trace.add(tokenizer, first, lines, prefixes, result.traces)
+        steer.trace.add(tokenizer, first, lines, prefixes, result.traces, terms)
     # a blank line is not translated: its one entry is the empty line, score 0
     if options.nbest > 1 or options.num_samples > 1:
         out = [

@@ -50,6 +50,12 @@ def output_limit(model: Seq2SeqModel) -> int:
     return model.cfg.max_positions - 1
 
 
+def output_room(model: Seq2SeqModel, options: DecodeOptions) -> int:
+    """The most pieces a line's output may take: the model's longest output, or --max-len below it."""
+    limit = output_limit(model)
+    return limit if options.max_len is None else min(options.max_len, limit)
+
+
 def length_notices(model: Seq2SeqModel, options: DecodeOptions) -> list[str]:
     """What `max_lengths` changes in the asked lengths to fit the model, for the caller to say:
     asking for more than the model can give is not an error, but it is not done either."""

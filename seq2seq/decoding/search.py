@@ -19,7 +19,7 @@ from seq2seq.decoding.constraints import Banks, LineConstraints
 from seq2seq.decoding.greedy import greedy
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.prefix import Prefix, prefix_ids
-from seq2seq.decoding.rules import Hypothesis, length_notices, max_lengths, output_limit
+from seq2seq.decoding.rules import Hypothesis, length_notices, max_lengths, output_limit, output_room
 from seq2seq.decoding.sampling import Sampler, row_seeds
 from seq2seq.decoding.terms import Terms, constraint_ids
 from seq2seq.decoding.trace import BeamTrace
@@ -37,6 +37,7 @@ __all__ = [  # what search's callers import from here
     "length_notices",
     "max_lengths",
     "output_limit",
+    "output_room",
     "search",
     "search_in_batches",
     "source_ids",
@@ -86,8 +87,7 @@ def translate(
     forced = prefix_ids(tokenizer, prefixes, len(lines), output_limit(model))
     if options.max_len is not None and max(map(len, forced), default=0) > options.max_len:
         raise Seq2SeqError(f"a prefix is longer than max-len {options.max_len}: raise it, or shorten it")
-    limit = output_limit(model) if options.max_len is None else min(options.max_len, output_limit(model))
-    banked = constraint_ids(tokenizer, constraints, len(lines), options.beam, limit)
+    banked = constraint_ids(tokenizer, constraints, len(lines), options.beam, output_room(model, options))
     ids, truncated = source_ids(model, tokenizer, lines)
     nbest: list[list[tuple[str, float]]] = [[] for _ in lines]
     tokens: list[list[int]] = [[] for _ in lines]

@@ -2,7 +2,7 @@
 
     POST /translate   {"text": "..." or ["...", ...], "prefix": optional (one, or one a line), beam,
                       greedy, nbest, length_penalty, min_len, max_len, sample, temperature, top_k,
-                      top_p, epsilon, num_samples, seed}
+                      top_p, epsilon, num_samples, seed, constraints, avoid}
                       -> {"translations", "scores", "nbest", "truncated"}: what `seq2seq translate` prints
     POST /attention   {"text": "...", "translation": optional (forced), "prefix": optional,
                       "alternatives": k, "beam_trace": bool, decode options}
@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from seq2seq.decoding.alternatives import MAX_ALTERNATIVES
 from seq2seq.decoding.options import SAMPLING
 from seq2seq.decoding.prefix import prefix_ids
-from seq2seq.decoding.search import DecodeOptions, Translations, output_limit
+from seq2seq.decoding.search import DecodeOptions, Translations, output_limit, output_room
+from seq2seq.decoding.terms import Terms, constraint_ids
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve import chunked_json
 from seq2seq.serve.admission import Busy, admit, answer, check_work, decode_beam, request_work
@@ -80,6 +81,10 @@ class TranslateRequest(DecodeFields):
         None, description="The text each translation starts with: one for all, or one a line (as text)."
     )
     nbest: int = decode_field("nbest")
+    constraints: list[str] | list[list[str]] | None = Field(
+        None, description="Terms every translation must hold (beam search), or one list of terms a line."
+    )
+    avoid: list[str] | None = Field(None, description="Terms no translation may hold (beam search).")
 
 
 class AttentionRequest(DecodeFields):
@@ -209,6 +214,7 @@ def create_app(
         lines = checked_lines(request.text, max_lines, max_chars)
         prefixes, pieces = request_prefixes(request.prefix, len(lines), max_chars)
         job = Job("translate", lines, options(request, request.nbest), prefixes=prefixes)
+        job.terms = request_terms(request.constraints, request.avoid, len(lines), job.options)
         admit(batcher, job.weight, max_queue)  # before the work is weighed: a refusal costs little
         check_work(request_work(model, tokenizer, lines, job.options, pieces), max_work)
         result: Translations = await answer(http, batcher, job, request_timeout)
@@ -246,6 +252,20 @@ def create_app(
         # sent as it is built: megabytes of weights are never held whole, nor copied in one call
         body = chunked_json.streamed(json_thread, lambda: maps_json(maps, lists=False))
         return StreamingResponse(body, media_type="application/json")
+
+    def request_terms(include, avoid, lines: int, chosen: DecodeOptions) -> list | None:
+        """Each line's terms (one list given for all, or one a line), checked here as the search
+        would check them, before anything is queued."""
+        if not include and not avoid:
+            return None
+        if chosen.sample or chosen.beam < 2:
+            raise Seq2SeqError("constraints need beam search (a beam of 2 or more), not greedy or sample")
+        per_line = include if include and isinstance(include[0], list) else [include or []] * lines
+        if len(per_line) != lines:
+            raise Seq2SeqError(f"{lines} lines but {len(per_line)} lists of constraints; give one a line")
+        terms = [Terms(tuple(own), tuple(avoid or ())) for own in per_line]
+        constraint_ids(tokenizer, terms, lines, chosen.beam, output_room(model, chosen))
+        return terms
 
     def request_prefixes(
         prefix: str | list[str] | None, lines: int, limit: int

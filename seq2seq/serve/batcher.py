@@ -38,6 +38,7 @@ class Job:
     options: DecodeOptions
     translations: list[str] | None = None  # attention of given (forced) translations
     prefixes: list[str] | None = None  # the text each line's translation starts with
+    terms: list | None = None  # "translate": each line's constraints (decoding/terms.py's Terms)
     alternatives: int = 0  # "attention": the alternatives at each output position, that many
     trace: bool = False  # "attention": the beam's record too
     future: Future | None = None
@@ -50,7 +51,7 @@ class Job:
 
     def key(self) -> tuple:
         """Jobs with equal keys are decoded together in one call."""
-        given = self.translations is not None, self.prefixes is not None
+        given = self.translations is not None, self.prefixes is not None, self.terms is not None
         return self.work, *given, self.alternatives, self.trace, astuple(self.options)
 
 
@@ -197,7 +198,8 @@ class Batcher:
             first = jobs[0]
             prefixes = None if first.prefixes is None else [p for job in jobs for p in job.prefixes]
             if first.work == "translate":
-                result = translate(self.model, self.tokenizer, lines, options, prefixes)
+                terms = None if first.terms is None else [t for job in jobs for t in job.terms]
+                result = translate(self.model, self.tokenizer, lines, options, prefixes, constraints=terms)
                 answers = self._split_translations(result, jobs)
             else:
                 forced = None if first.translations is None else [t for j in jobs for t in j.translations]

@@ -129,7 +129,8 @@
     };
     const own = (n) => (n.parent === null ? n.pieces || [] : [n.piece]); // the root's: the forced pieces
     const spelled = (n) => spell(ancestry(n).reverse().flatMap(own));
-    const label = (n) => short(n.parent === null ? spell(own(n)) || "start" : current.page.readable(n.piece));
+    const met = (n) => (n.met ? ` \u2713${n.met}` : ""); // constraints met (a constrained beam's bank)
+    const label = (n) => short(n.parent === null ? spell(own(n)) || "start" : current.page.readable(n.piece)) + met(n);
     const rank = new Map(beam.nbest.map((id, r) => [id, r + 1]));
     const path = new Set(beam.nbest.flatMap((id) => ancestry(byId.get(id)).map((m) => m.id)));
     const grid = layout(beam.nodes, label);
@@ -158,7 +159,7 @@
 
   function node(n, grid, label, title) {
     const box = svg("g", {
-      class: "node", "data-id": n.id, "data-state": n.state,
+      class: "node", "data-id": n.id, "data-state": n.state, ...(n.met === undefined ? {} : { "data-met": n.met }),
       transform: `translate(${grid.x.get(n.id)},${grid.y.get(n.id)})`,
     });
     box.append(svg("title", {}, title), svg("rect", { width: grid.widths.get(n.step), height: HEIGHT, rx: 4 }),
@@ -201,7 +202,8 @@
     const what = n.parent === null ? `start: ${text || "nothing forced"}` : `${n.piece} → "${text}"`;
     const final = n.final === undefined ? "" : `, final ${fixed(n.final)} (score / length penalty)`;
     const best = rank ? `, n-best #${rank}` : "";
-    return `${what}\nstep ${n.step}, ${n.state}, score ${fixed(n.score)}${final}${best}`;
+    const met = n.met === undefined ? "" : `\nconstraints met: ${n.met}${n.unmet ? `, ${n.unmet} unmet` : ""}`;
+    return `${what}\nstep ${n.step}, ${n.state}, score ${fixed(n.score)}${final}${best}${met}`;
   }
 
   function summary(beam, byId, spelled) {
