@@ -85,11 +85,7 @@ def main() -> None:
 
 def write_figure(rows: list[list[str]], notes: list[str], args) -> None:
     """The figure `decode-vs-ctranslate2` (scripts/figures.py) from the rows against the engine."""
-    import datetime
-    import shlex
-    import sys
-
-    from scripts import common, figures
+    from scripts import figures
 
     columns = ["mode", "search", "precision", "ours sent/s", "CTranslate2 sent/s", "ratio"]
     columns += ["identical lines", "BLEU ours", "BLEU CTranslate2"]
@@ -97,19 +93,7 @@ def write_figure(rows: list[list[str]], notes: list[str], args) -> None:
         f"{args.sentences} sentences of {args.split}, batch {args.batch_size}, {args.threads} threads, "
         f"the median of {args.repeats} runs; ratio: ours / the engine's speed. " + "; ".join(notes) + "."
     )
-    command = "python -m scripts.bench_decode " + shlex.join(sys.argv[1:])
-    figure = figures.stamped(
-        "decode-vs-ctranslate2",
-        columns,
-        rows,
-        command,
-        args.commit,
-        note,
-        date=datetime.date.today().isoformat(),
-        cpu=cpu(),
-        torch=torch.__version__,
-    )
-    print(f"wrote {figures.write(figure).relative_to(common.REPO)}")
+    figures.record("decode-vs-ctranslate2", columns, rows, note, args.commit)
 
 
 def length_table(model, sources: list[list[int]], args) -> None:

@@ -76,15 +76,9 @@ COLUMNS = ["clients", "sentences/s", "p50 latency", "p95 latency", "of the file 
 
 def write_figure(rows: list[list[str]], note: str, args) -> None:
     """The figure `serve-load` (scripts/figures.py)."""
-    import datetime
-    import shlex
+    from scripts import figures
 
-    from scripts import common, figures
-
-    command = "python -m scripts.bench_serve " + shlex.join(sys.argv[1:])
-    stamp = {"date": datetime.date.today().isoformat(), "cpu": cpu(), "torch": torch.__version__}
-    figure = figures.stamped("serve-load", COLUMNS, rows, command, args.commit, note, **stamp)
-    print(f"wrote {figures.write(figure).relative_to(common.REPO)}")
+    figures.record("serve-load", COLUMNS, rows, note, args.commit)
 
 
 def read_sentences(data_dir: str, split: str, most: int) -> list[str]:

@@ -170,6 +170,25 @@ def stamped(name: str, columns, rows, command: str, commit: str, note: str = "",
     )
 
 
+def record(name: str, columns, rows, note: str, commit: str, command: str | None = None) -> Path:
+    """Write the figure `name` a script has just measured here and now, at `commit` (its
+    `clean_commit`): stamped with today's date, this CPU and torch, and the command that ran it
+    (default: `python -m scripts.<the script> <its arguments>`); returns the file."""
+    import datetime
+    import shlex
+
+    import torch
+
+    from scripts.common import cpu
+
+    if command is None:
+        command = f"python -m scripts.{Path(sys.argv[0]).stem} " + shlex.join(sys.argv[1:])
+    stamp = {"date": datetime.date.today().isoformat(), "cpu": cpu(), "torch": torch.__version__}
+    path = write(stamped(name, columns, rows, command.strip(), commit, note, **stamp))
+    print(f"wrote {path.relative_to(REPO)}")
+    return path
+
+
 def read(name: str, folder: Path = FIGURES_DIR) -> Figure:
     return Figure(**json.loads((folder / f"{name}.json").read_text(encoding="utf-8")))
 

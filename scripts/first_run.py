@@ -10,7 +10,6 @@ measured must be committed (the figure names its commit).
 """
 
 import argparse
-import datetime
 import os
 import shlex
 import shutil
@@ -18,8 +17,6 @@ import subprocess
 import sys
 import tempfile
 import time
-
-import torch
 
 from scripts import common, figures
 
@@ -72,18 +69,8 @@ def main(argv: list[str] | None = None) -> None:
     print(note)
     if args.dry_run:
         return
-    figure = figures.stamped(
-        "first-run",
-        ["command", "seconds", "its last line of output"],
-        rows,
-        "python -m scripts.first_run",
-        commit,
-        note,
-        date=datetime.date.today().isoformat(),
-        cpu=common.cpu(),
-        torch=torch.__version__,
-    )
-    print(f"wrote {figures.write(figure).relative_to(common.REPO)}")
+    columns = ["command", "seconds", "its last line of output"]
+    figures.record("first-run", columns, rows, note, commit, "python -m scripts.first_run")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 >>> import seq2seq
 >>> model, tokenizer = seq2seq.load_run("runs/multi30k-en-fr")
 >>> seq2seq.translate(model, tokenizer, ["The cat sat on the mat."], seq2seq.DecodeOptions()).best
+>>> terms = [seq2seq.Terms(include=("chat noir",), avoid=("tapis",))]  # beam search honours them
+>>> seq2seq.translate(model, tokenizer, ["The cat sat on the mat."], seq2seq.DecodeOptions(), constraints=terms)
 >>> maps = seq2seq.attention(model, tokenizer, "A dog runs.")  # or with a given translation
 >>> maps.weights["cross"].shape  # (layers, heads, output pieces + EOS, source pieces + EOS)
 
@@ -19,6 +21,8 @@ _PUBLIC = {  # name -> the module that defines it
     "attention": "seq2seq.decoding.attention",
     "attention_batch": "seq2seq.decoding.attention",
     "DecodeOptions": "seq2seq.decoding.search",
+    "Glossary": "seq2seq.decoding.terms",
+    "Terms": "seq2seq.decoding.terms",
     "translate": "seq2seq.decoding.search",
     "load_run": "seq2seq.training.checkpoint",
     "Seq2SeqError": "seq2seq.errors",
