@@ -60,6 +60,16 @@ DEPENDS = {
         "seq2seq/allocator.py",
         "scripts/bench_serve.py",
     ),
+    "terminology": (  # constrained beam search against the plain beam
+        "seq2seq/models",
+        "seq2seq/decoding",
+        "seq2seq/data",
+        "seq2seq/evaluate.py",
+        "seq2seq/device.py",
+        "seq2seq/allocator.py",
+        "scripts/bench_constraints.py",
+        "scripts/common.py",
+    ),
     "decode-vs-ctranslate2": (  # our search, and the engine on the weights export writes for it
         "seq2seq/models",
         "seq2seq/decoding",

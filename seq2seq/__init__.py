@@ -4,7 +4,7 @@
 >>> model, tokenizer = seq2seq.load_run("runs/multi30k-en-fr")
 >>> seq2seq.translate(model, tokenizer, ["The cat sat on the mat."], seq2seq.DecodeOptions()).best
 >>> terms = [seq2seq.Terms(include=("chat noir",), avoid=("tapis",))]  # beam search honours them
->>> seq2seq.translate(model, tokenizer, ["The cat sat on the mat."], seq2seq.DecodeOptions(), constraints=terms)
+>>> seq2seq.translate(model, tokenizer, ["The cat sat."], seq2seq.DecodeOptions(), constraints=terms)
 >>> maps = seq2seq.attention(model, tokenizer, "A dog runs.")  # or with a given translation
 >>> maps.weights["cross"].shape  # (layers, heads, output pieces + EOS, source pieces + EOS)
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from seq2seq.data.batch import pad
+from seq2seq.data.special import EOS_ID
 from seq2seq.decoding.constraints import Banks, LineConstraints, State
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.search import search
@@ -54,6 +55,25 @@ def test_every_output_holds_every_phrase_and_none_it_must_avoid(model):
             assert all(holds(h.tokens, p) for p in line.include), (h.tokens, line)
             assert not any(holds(h.tokens, p) for p in line.avoid), (h.tokens, line)
             assert h.unmet == 0
+
+
+def test_a_phrase_met_ends_its_word(model):
+    """No piece that carries on a word (`joins`) follows a phrase just met."""
+    joins = torch.ones(40, dtype=torch.bool)
+    joins[[EOS_ID, *range(20, 26)]] = False  # pieces that start a word, and the end
+    lines = [replace(line, joins=joins) for line in unseen(model)]
+    for hyps, line in zip(run(model, OPTIONS, lines), lines, strict=True):
+        for h in hyps:
+            for phrase in line.include:
+                ends = [
+                    i + len(phrase)
+                    for i in range(len(h.tokens))
+                    if tuple(h.tokens[i : i + len(phrase)]) == phrase
+                ]
+                assert ends and all(e == len(h.tokens) or not joins[h.tokens[e]] for e in ends), (
+                    h.tokens,
+                    phrase,
+                )
 
 
 def test_a_constrained_beam_without_constraints_is_the_plain_beam(model):

@@ -22,7 +22,7 @@ Shapes: n sentences, k hypotheses each (rows n*k), W ranked candidates, V vocabu
 """
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -34,10 +34,13 @@ Phrase = tuple[int, ...]
 
 @dataclass(frozen=True)
 class LineConstraints:
-    """One line's constraints as piece ids: phrases to include (each met once) and to avoid."""
+    """One line's constraints as piece ids: phrases to include (each met once, as whole words) and
+    to avoid; `joins` (V,), the pieces that would carry on the word before them (no word start,
+    a letter or digit first), which may not follow a phrase just met."""
 
     include: tuple[Phrase, ...] = ()
     avoid: tuple[Phrase, ...] = ()
+    joins: Tensor | None = field(default=None, compare=False, repr=False)
 
     @property
     def pieces(self) -> int:
@@ -48,11 +51,13 @@ class LineConstraints:
 @dataclass(frozen=True)
 class State:
     """What a hypothesis has met: `met`, a bit per included phrase; `active`, the phrase it is
-    inside (-1: none) and `progress`, how many of its pieces it has put out so far."""
+    inside (-1: none) and `progress`, how many of its pieces it has put out so far; `closed`,
+    whether its last piece met a phrase (its word must end there)."""
 
     met: int = 0
     active: int = -1
     progress: int = 0
+    closed: bool = False
 
     def advance(self, token: int, include: tuple[Phrase, ...]) -> "State":
         """The state after putting out `token`."""
@@ -61,11 +66,11 @@ class State:
             phrase = include[self.active]
             if phrase[self.progress] == token:
                 if self.progress + 1 == len(phrase):
-                    return State(met | 1 << self.active)
+                    return State(met | 1 << self.active, closed=True)
                 return State(met, self.active, self.progress + 1)
         for i, phrase in enumerate(include):  # abandoned (or none begun): does `token` start one?
             if not met >> i & 1 and phrase[0] == token:
-                return State(met | 1 << i) if len(phrase) == 1 else State(met, i, 1)
+                return State(met | 1 << i, closed=True) if len(phrase) == 1 else State(met, i, 1)
         return State(met)
 
     def bank(self, include: tuple[Phrase, ...]) -> int:
@@ -91,6 +96,8 @@ class Banks:
         self.lines, self.device = lines, device
         self.sent = list(range(len(lines)))  # the sentence of each active row of the batch
         self.states: list[list[State]] = [[State()] for _ in lines]  # (n, k)
+        joins = next((c.joins for c in lines if c.joins is not None), None)
+        self.joins = None if joins is None else joins.to(device)
 
     @classmethod
     def of(cls, lines: list[LineConstraints | None], device) -> "Banks | None":
@@ -113,8 +120,9 @@ class Banks:
             self.states[b] = [state]
 
     def mask(self, logprobs: Tensor, history: Tensor, at_max: Tensor) -> None:
-        """In place, logprobs (n*k, V): no piece that completes a phrase to avoid, and no end of
-        sentence while a phrase is unmet, except for a row at its length limit (it must end:
+        """In place, logprobs (n*k, V): no piece that completes a phrase to avoid, no piece that
+        carries on the word of a phrase just met (`voiture` is not met by `voitures`), and no end
+        of sentence while a phrase is unmet, except for a row at its length limit (it must end:
         `finish` ranks it below every hypothesis that met them all). history (n, k, t)."""
         k = len(self.states[0])
         tails = None
@@ -122,6 +130,8 @@ class Banks:
             line = self.lines[b]
             if state.unmet(line.include) and not at_max[r]:
                 logprobs[r, EOS_ID] = float("-inf")
+            if state.closed and self.joins is not None:
+                logprobs[r].masked_fill_(self.joins, float("-inf"))
             for phrase in line.avoid:
                 if len(phrase) > 1:
                     if tails is None:  # the history crosses to Python only when a phrase needs it

@@ -10,6 +10,8 @@ import json
 import re
 from dataclasses import dataclass
 
+import torch
+
 from seq2seq.data.special import UNK_ID
 from seq2seq.decoding.constraints import LineConstraints, Phrase
 from seq2seq.errors import Seq2SeqError
@@ -34,6 +36,7 @@ def constraint_ids(
     if len(terms) != lines:
         raise Seq2SeqError(f"{lines} lines but {len(terms)} lines of constraints; give one a line")
     out: list[LineConstraints | None] = []
+    joins = word_joins(tokenizer)
     for number, line in enumerate(terms, start=1):
         include = _phrases(tokenizer, line.include, number)
         avoid = _phrases(tokenizer, line.avoid, number)
@@ -47,7 +50,7 @@ def constraint_ids(
                 raise Seq2SeqError(
                     f"line {number}: the constraint {text!r} holds {bad!r}, which --avoid forbids"
                 )
-        found = LineConstraints(tuple(include.values()), tuple(avoid.values()))
+        found = LineConstraints(tuple(include.values()), tuple(avoid.values()), joins)
         if found.pieces > limit:
             raise Seq2SeqError(
                 f"line {number}'s constraints take {found.pieces} pieces, above the longest output "
@@ -55,6 +58,13 @@ def constraint_ids(
             )
         out.append(found if include or avoid else None)
     return out
+
+
+def word_joins(tokenizer) -> torch.Tensor:
+    """(V,) the pieces that carry on the word before them: no word start (▁), a letter or digit
+    first; the special pieces do not."""
+    pieces = tokenizer.id_pieces(list(range(tokenizer.vocab_size)))
+    return torch.tensor([p[:1].isalnum() and not p.startswith("<") for p in pieces])
 
 
 def _phrases(tokenizer, texts: tuple[str, ...], number: int) -> dict[str, Phrase]:
