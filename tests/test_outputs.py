@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from seq2seq.cli import translate as translate_cli
+from seq2seq.cli import views as views_cli
 from tests.helpers import evaluate_args
 
 FLAGS = ["--output", "--attention-html", "--attention-png"]
@@ -149,7 +149,7 @@ def test_a_page_past_its_size_gets_one_notice(run, cli, tmp_path, monkeypatch):
     page, lines = tmp_path / "page.html", ["a dog runs", "the cat sleeps", "a man"]
     result = cli("translate", "--run", run, *lines, "--attention-html", page)
     assert result.code == 0 and "MB" not in result.err, result.err
-    monkeypatch.setattr(translate_cli, "PAGE_MB", 1e-6)  # one byte: passed by the first line
+    monkeypatch.setattr(views_cli, "PAGE_MB", 1e-6)  # one byte: passed by the first line
     result = cli("translate", "--run", run, *lines, "--attention-html", page)
     assert result.code == 0, result.err
     notices = [line for line in result.err.splitlines() if "passes 1e-06 MB" in line]

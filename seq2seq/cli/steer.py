@@ -106,3 +106,16 @@ class TraceFile:
     def finish(self) -> None:
         if self.path is not None:
             write_file("".join(line + "\n" for line in self.lines).encode("utf-8"), self.path)
+
+
+class Steer:
+    """The prefixes of the lines (--prefix: one for all; --prefix-file: one each), their terms and
+    the trace file."""
+
+    def __init__(self, prefix: str | None, prefixes: list[str] | None, trace: TraceFile, terms: Terms):
+        self.prefix, self.prefixes, self.trace, self.terms = prefix, prefixes, trace, terms
+
+    def of(self, first: int, count: int) -> list[str] | None:
+        if self.prefixes is not None:
+            return self.prefixes[first - 1 : first - 1 + count]
+        return None if self.prefix is None else [self.prefix] * count

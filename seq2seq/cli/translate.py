@@ -27,13 +27,13 @@ from seq2seq.cli.options import (
     run_dir,
     with_parameters,
 )
-from seq2seq.cli.outputs import LineWriter, Outputs, numbered, write_file
-from seq2seq.cli.steer import Terms, TraceFile, check_count, prefix_lines, whole
+from seq2seq.cli.outputs import LineWriter, Outputs
+from seq2seq.cli.steer import Steer, Terms, TraceFile, check_count, prefix_lines, whole
+from seq2seq.cli.views import PAGE_MB, Views
 from seq2seq.decoding.options import SAMPLING
 
 GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
 PAGE_ALTERNATIVES = 5  # an --attention-html page lists this many alternatives at each output piece
-PAGE_MB = 50  # an --attention-html page past this many MB gets a notice: browsers grow slow to open it
 
 
 def translate(
@@ -184,19 +184,6 @@ def translate(
 with_parameters(translate, decode_parameters(SAMPLING))
 
 
-class Steer:
-    """The prefixes of the lines (--prefix: one for all; --prefix-file: one each), their terms and
-    the trace file."""
-
-    def __init__(self, prefix: str | None, prefixes: list[str] | None, trace: TraceFile, terms: Terms):
-        self.prefix, self.prefixes, self.trace, self.terms = prefix, prefixes, trace, terms
-
-    def of(self, first: int, count: int) -> list[str] | None:
-        if self.prefixes is not None:
-            return self.prefixes[first - 1 : first - 1 + count]
-        return None if self.prefix is None else [self.prefix] * count
-
-
 def translate_group(model, tokenizer, lines, first, writer, options, views, steer) -> None:
     """Translate lines (the first is line `first` of the input), write them, then show or draw
     their attention."""
@@ -232,76 +219,6 @@ def translate_group(model, tokenizer, lines, first, writer, options, views, stee
     writer.write(out)
     for number, m in maps.items():
         views.show(first - 1 + number, m)
-
-
-class Views:
-    """--show-attention draws each line's map on stderr at once; --attention-png writes FILE for a
-    single line, FILE-<line>.png for each when there are several. Which of the two is known only
-    when a second line (or the end) arrives, so the first picture waits. --attention-html writes
-    one explorer page holding every line, at the end; each line is kept as its JSON text meanwhile.
-    Every file goes through `outputs`, which has claimed FILE already and claims each FILE-<line>.png
-    before it is written."""
-
-    def __init__(
-        self,
-        heatmap: bool,
-        path: Path | None,
-        layer: int | None,
-        head: int | None,
-        html: Path | None,
-        run: Path,
-        outputs: Outputs,
-    ):
-        self.heatmap, self.path, self.layer, self.head = heatmap, path, layer, head
-        self.html, self.run, self.outputs = html, run, outputs
-        self.pages: list[str] = []
-        self.page_size, self.page_told = 0, False
-        self.wanted = heatmap or path is not None or html is not None
-        self.first, self.several = None, False
-
-    def show(self, number: int, maps) -> None:
-        if self.html is not None:
-            self._keep_for_page(number, maps)
-        if self.heatmap:
-            display.attention_heatmap(maps, self.layer, self.head)
-        if self.path is None:
-            return
-        if self.first is None:
-            self.first = (number, maps)
-            return
-        if not self.several:
-            self.several = True
-            self._draw(*self.first)
-        self._draw(number, maps)
-
-    def finish(self) -> None:
-        if self.first is not None and not self.several:
-            self._draw(None, self.first[1])
-        if self.html is not None:
-            from seq2seq.views.explorer import page
-
-            write_file(page(self.pages, f"run {Path(self.run).name}").encode("utf-8"), self.html)
-
-    def _keep_for_page(self, number: int, maps) -> None:
-        from seq2seq.views.explorer import sentence_json
-
-        self.pages.append(sentence_json(maps, number))
-        self.page_size += len(self.pages[-1])
-        if self.page_size > PAGE_MB * 1e6 and not self.page_told:
-            self.page_told = True
-            display.warn(
-                f"--attention-html {self.html} passes {PAGE_MB} MB at line {number}: a browser may be slow "
-                "to open it; give fewer lines to keep it smaller"
-            )
-
-    def _draw(self, number: int | None, maps) -> None:
-        """Line `number`'s picture in FILE-<number>.png, or (None) the only line's in FILE."""
-        from seq2seq.views import plots
-
-        path = self.path
-        if number is not None:
-            path = self.outputs.claim("--attention-png", numbered(self.path, number))
-        write_file(plots.attention_png(maps, self.layer, self.head), path)
 
 
 def prompted_lines() -> Iterator[list[str]]:
