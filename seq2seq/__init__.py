@@ -24,6 +24,7 @@ _PUBLIC = {  # name -> the module that defines it
     "Glossary": "seq2seq.decoding.terms",
     "Terms": "seq2seq.decoding.terms",
     "translate": "seq2seq.decoding.search",
+    "translate_document": "seq2seq.documents.translate",
     "load_run": "seq2seq.training.checkpoint",
     "Seq2SeqError": "seq2seq.errors",
 }

@@ -36,6 +36,8 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
         "alignment.words",
         *SHARED,
     },
+    # a document's sentences are searched, and its markup placed through the alignment
+    "documents": {"documents", "decoding", "alignment", *SHARED},
     "export": {"export", "training", "models", "data", "decoding", "evaluate", *SHARED},
     "serve": {
         "serve",

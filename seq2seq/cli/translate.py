@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.cli import display
+from seq2seq.cli.document import check_alone, read_document, translate_file
 from seq2seq.cli.io import arguments, count_lines, line_groups, one_line, stdin_is_terminal
 from seq2seq.cli.options import (
     BATCH_SIZE,
@@ -31,6 +32,7 @@ from seq2seq.cli.outputs import LineWriter, Outputs
 from seq2seq.cli.steer import Steer, Terms, TraceFile, check_count, prefix_lines, whole
 from seq2seq.cli.views import PAGE_MB, Views
 from seq2seq.decoding.options import SAMPLING
+from seq2seq.documents.formats import format_of
 
 GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
 PAGE_ALTERNATIVES = 5  # an --attention-html page lists this many alternatives at each output piece
@@ -96,6 +98,12 @@ def translate(
     ignore_case: bool = typer.Option(
         False, "--ignore-case", help="--glossary: match the source terms in any case."
     ),
+    format: str | None = typer.Option(
+        None,
+        "--format",
+        help="lines (a line in, a line out), text (paragraphs), markdown, html or srt: the input read "
+        "and written whole as a document [default: by --input's suffix, else lines].",
+    ),
     **sampling,
 ):
     """Translate sentences: exactly one output line per input line, in order. From a terminal with
@@ -122,6 +130,13 @@ def translate(
         from seq2seq.views import plots
 
         plots.require()
+    document = format_of(input, format)
+    if document != "lines":
+        check_alone({"TEXT": text, "--nbest": nbest > 1, "--num-samples": sampling["num_samples"] > 1,
+                     "--show-attention": show_attention, "--attention-png": attention_png,
+                     "--attention-html": attention_html, "--beam-trace": beam_trace, "--prefix": prefix,
+                     "--prefix-file": prefix_file, "--constraint": constraint, "--avoid": avoid,
+                     "--constraints-file": constraints_file, "--glossary": glossary})  # fmt: skip
     if sampling["sample"] and ctx.get_parameter_source("beam").name != "COMMANDLINE":
         beam = 1  # the default beam is search's; sampling draws one row at a time
     options = DecodeOptions(
@@ -139,6 +154,11 @@ def translate(
     check_precision(quantize, bf16)
     if beam_trace is not None and options.sample:
         raise typer.BadParameter("records beam search; --sample has no beam", param_hint="--beam-trace")
+    if document != "lines":
+        source = read_document(input)  # read before anything is written: --output may be a pipe
+        model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
+        translate_file(model, tokenizer, source, document, options, output)
+        return
     texts = arguments(text) if text else None
     prefixes = prefix_lines(prefix, prefix_file)
     terms = Terms(constraint, avoid, constraints_file, glossary, ignore_case)

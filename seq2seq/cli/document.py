@@ -1,0 +1,46 @@
+"""`translate --format text|markdown|html|srt` (or a file of one of those suffixes): the document
+read whole, translated (seq2seq/documents) and written whole: to --output, or standard output."""
+
+from pathlib import Path
+
+from seq2seq.cli import display
+from seq2seq.cli.io import _open, _read_some
+from seq2seq.cli.outputs import OutputFile
+from seq2seq.errors import Seq2SeqError
+
+
+def read_document(path: Path | None) -> str:
+    """A document's text: UTF-8 (a byte-order mark dropped), never binary; one line naming the
+    file and line otherwise."""
+    name = str(path) if path else "standard input"
+    with _open(path, name) as stream:
+        chunks = []
+        while data := _read_some(stream, name):
+            chunks.append(data)
+    raw = b"".join(chunks)
+    if b"\x00" in raw:
+        raise Seq2SeqError(f"{name} holds NUL bytes: a binary file, not a document")
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise Seq2SeqError(f"{name}: line {line} is not valid UTF-8") from None
+
+
+def translate_file(model, tokenizer, text: str, format: str, options, output: Path | None) -> None:
+    """Translate the document and write it; the notices (tags kept at a sentence's end, sentences
+    cut) on stderr."""
+    from seq2seq.documents.translate import translate_document
+
+    done = translate_document(model, tokenizer, text, format, options)
+    for notice in done.notices:
+        display.warn(notice)
+    with OutputFile(output) as out:  # standard output for None
+        out.write(done.text.encode("utf-8"))
+
+
+def check_alone(given: dict[str, object]) -> None:
+    """What goes with lines, not with a document: refused in one line, naming the option."""
+    for flag, value in given.items():
+        if value:
+            raise Seq2SeqError(f"{flag} goes with --format lines, not with a document")

@@ -1,0 +1,90 @@
+"""`seq2seq.translate_document`: a document in, the same document translated out. Its format
+(formats.py) gives the runs of text to translate, each with its inline markup (markup.py); every
+run is cut into sentences (sentences.py), all the document's sentences are translated together in
+one call (length-sorted batches, as lines are), and each run is put back with the spacing between
+its sentences and its markup placed through the alignment of each sentence with its translation.
+"""
+
+from dataclasses import dataclass, field
+
+from seq2seq.decoding.options import DecodeOptions
+from seq2seq.documents import formats
+from seq2seq.documents.markup import Run, place
+from seq2seq.documents.sentences import split
+from seq2seq.errors import Seq2SeqError
+
+
+@dataclass
+class TranslatedDocument:
+    text: str
+    sentences: int  # translated
+    unplaced: int = 0  # tags kept at their sentence's end: nothing they enclosed was aligned
+    truncated: int = 0  # sentences longer than the model reads, cut to it
+    notices: list[str] = field(default_factory=list)
+
+
+def translate_document(
+    model,
+    tokenizer,
+    text: str,
+    format: str,
+    options: DecodeOptions | None = None,
+    method=None,
+    lang: str = "en",
+) -> TranslatedDocument:
+    """Translate `text` of `format` (text, markdown, html or srt) with `options`; inline markup is
+    placed through the alignment `method` (default: `seq2seq.align`'s)."""
+    from seq2seq.decoding.search import translate
+
+    options = options or DecodeOptions()
+    layout = formats.parse(text, format)
+    cuts = [split(run.text, lang) for run in layout.runs]
+    sentences = [run.text[a:b] for run, spans in zip(layout.runs, cuts, strict=True) for a, b in spans]
+    result = translate(model, tokenizer, sentences, options)
+    links = _links(model, tokenizer, layout.runs, cuts, sentences, result.best, method)
+    out, unplaced, at = [], 0, 0
+    for run, spans in zip(layout.runs, cuts, strict=True):
+        n = len(spans)
+        if n == 0:  # spaces alone: kept as they are
+            out.append(run.text)
+            continue
+        spacing = [run.text[spans[k][1] : spans[k + 1][0]] for k in range(n - 1)] + [run.text[spans[-1][1] :]]
+        placed = place(run, spans, result.best[at : at + n], links[at : at + n], spacing)
+        out.append(run.text[: spans[0][0]] + placed.text)
+        unplaced += placed.unplaced
+        at += n
+    done = TranslatedDocument(layout.render(out), len(sentences), unplaced, result.truncated)
+    if unplaced:
+        done.notices.append(f"{unplaced} tags enclosed no aligned word and were kept at their sentence's end")
+    if result.truncated:
+        done.notices.append(f"{result.truncated} sentences were longer than the model reads and were cut")
+    return done
+
+
+def _links(model, tokenizer, runs: list[Run], cuts, sentences: list[str], translations: list[str], method):
+    """Each sentence's links (source word, target word), for the sentences of runs with markup
+    (the others need none: no alignment is computed for them)."""
+    from seq2seq.alignment.api import align
+    from seq2seq.alignment.methods import Method
+
+    wanted, at = [], 0
+    for run, spans in zip(runs, cuts, strict=True):
+        if run.pairs:
+            wanted += range(at, at + len(spans))
+        at += len(spans)
+    links: list[set] = [set() for _ in sentences]
+    todo = [i for i in wanted if translations[i].strip()]
+    if todo:
+        try:
+            found = align(
+                model,
+                tokenizer,
+                [sentences[i] for i in todo],
+                [translations[i] for i in todo],
+                method or Method(),
+            )
+        except Seq2SeqError:
+            return links  # a sentence too long to align: its tags go to its end
+        for i, alignment in zip(todo, found, strict=True):
+            links[i] = alignment.links
+    return links

@@ -1,0 +1,161 @@
+"""Documents in, documents out (seq2seq/documents): a paragraph translates to its sentences' own
+translations joined; Markdown, HTML and SubRip keep their structure and their untranslatable parts
+byte for byte; inline markup is placed through the alignment by stated rules; bad documents are
+one line, exit 2, nothing written."""
+
+import re
+
+import pytest
+
+from seq2seq.decoding.options import DecodeOptions
+from seq2seq.decoding.search import translate
+from seq2seq.documents.formats import format_of, parse
+from seq2seq.documents.markup import Run, place
+from seq2seq.documents.translate import translate_document
+from seq2seq.errors import Seq2SeqError
+from seq2seq.training.checkpoint import load_run
+
+pytest.importorskip("sentencex", reason='documents need the extra: pip install -e ".[docs]"')
+SENTENCES = ["A dog runs.", "The cat sleeps.", "A red car.", "Two men sit.", "A girl plays."]
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_a_paragraph_is_its_sentences_translations_joined(tiny_run, beam):
+    model, tokenizer = load_run(tiny_run[0])
+    options = DecodeOptions(beam=beam, max_len=12)
+    alone = translate(model, tokenizer, SENTENCES, options).best
+    text = " ".join(SENTENCES[:2]) + "\n\n" + " ".join(SENTENCES[2:]) + "\n"
+    done = translate_document(model, tokenizer, text, "text", options)
+    assert done.text == " ".join(alone[:2]) + "\n\n" + " ".join(alone[2:]) + "\n"
+    assert done.sentences == 5
+
+
+MARKDOWN = """# A *red* car
+
+A dog runs. The cat [sleeps](http://example.com/a_b "a title") on `the_mat` here.
+
+- two **men** sit
+- a girl plays
+
+```python
+a dog runs = 1
+```
+
+| a dog | a cat |
+|---|---|
+| a red car | two men |
+"""
+
+
+def test_markdown_keeps_its_structure_and_its_code(tiny_run):
+    from markdown_it import MarkdownIt
+
+    model, tokenizer = load_run(tiny_run[0])
+    done = translate_document(model, tokenizer, MARKDOWN, "markdown", DecodeOptions(beam=2, max_len=8))
+    kinds = lambda text: [t.type for t in MarkdownIt("commonmark").enable("table").parse(text)]  # noqa: E731
+    assert kinds(done.text) == kinds(MARKDOWN)
+    assert "```python\na dog runs = 1\n```" in done.text  # a code block is not translated
+    assert "`the_mat`" in done.text and '(http://example.com/a_b "a title")' in done.text
+
+
+HTML = """<!DOCTYPE html>
+<html><head><title>A dog</title><style>p { color: red }</style></head>
+<body><h1 class="x">A <em>red</em> car</h1>
+<p>A dog runs &amp; jumps. The <a href="a.html?x=1&amp;y=2" title="A cat">cat</a> sleeps.<br>Two men sit.</p>
+<ul><li>a girl <b>plays</b></li><li>a red car</li></ul>
+<pre>a dog runs</pre><script>var s = "a dog runs";</script><code>a cat</code>
+</body></html>
+"""
+
+
+def test_html_keeps_every_tag_and_attribute_and_what_is_not_text(tiny_run):
+    model, tokenizer = load_run(tiny_run[0])
+    done = translate_document(model, tokenizer, HTML, "html", DecodeOptions(beam=2, max_len=8))
+    tags = lambda text: sorted(re.findall(r"<[^>]+>", text))  # noqa: E731
+    assert tags(done.text) == tags(HTML)  # every tag, with every attribute, as it was
+    for kept in ("<pre>a dog runs</pre>", '<script>var s = "a dog runs";</script>', "<code>a cat</code>"):
+        assert kept in done.text
+    assert "<title>A dog</title>" not in done.text  # the title is text: translated
+
+
+SRT = """1
+00:00:01,000 --> 00:00:02,500
+A dog runs.
+The cat sleeps.
+
+7
+00:00:03,000 --> 00:00:04,000
+A red car.
+"""
+
+
+def test_subtitles_keep_their_cues_indices_and_timings(tiny_run):
+    import srt
+
+    model, tokenizer = load_run(tiny_run[0])
+    done = translate_document(model, tokenizer, SRT, "srt", DecodeOptions(beam=2, max_len=8))
+    before, after = list(srt.parse(SRT)), list(srt.parse(done.text))
+    assert [(c.index, c.start, c.end) for c in after] == [(c.index, c.start, c.end) for c in before]
+
+
+def test_markup_is_placed_around_the_aligned_words_by_its_rules():
+    run = Run()
+    run.add("a ")
+    run.opening("<b>")
+    run.add("red ")
+    run.opening("<i>")
+    run.add("fast")
+    run.closing("</i>")
+    run.closing("</b>")
+    run.add(" car")
+    run.atom("<br>")
+    spans = [(0, len(run.text))]
+    # a red fast car -> une voiture rouge rapide: red -> rouge, fast -> rapide
+    links = [{(0, 0), (1, 2), (2, 3), (3, 1)}]
+    placed = place(run, spans, ["une voiture rouge rapide"], links, [""])
+    # the atom follows the target word of the source word before it (car -> voiture)
+    assert placed.text == "une voiture<br> <b>rouge <i>rapide</i></b>" and placed.unplaced == 0
+    # fast -> voiture, car -> rapide: <i>'s word lies outside <b>'s span (rouge .. voiture is 1..2
+    # in order): it is clamped inside it, and the closings keep their nesting
+    crossed = place(run, spans, ["une voiture rouge rapide"], [{(0, 0), (1, 2), (2, 1), (3, 3)}], [""])
+    assert crossed.text == "une <b><i>voiture</i> rouge</b> rapide<br>"
+    # nothing aligned to the enclosed words: kept at the sentence's end, counted
+    lost = place(run, spans, ["une voiture"], [{(0, 0), (3, 1)}], [""])
+    assert lost.text == "une voiture<br><b></b><i></i>" and lost.unplaced == 2
+
+
+@pytest.mark.parametrize(
+    "name, text, words",
+    [
+        ("bad.html", "<p>a <b>dog</b></i> runs</p>", "a stray </i>"),
+        ("open.html", "<p>a <b>dog runs</p>", "left open"),
+        ("bad.srt", "1\n00:00:0x,000 --> 00:00:02,000\na dog\n", "SubRip"),
+        ("bin.md", b"\x00\x01binary", "binary"),
+        ("latin.txt", "un caf\xe9".encode("latin-1"), "not valid UTF-8"),
+    ],
+)
+def test_a_bad_document_is_one_line_and_writes_nothing(cli, tiny_run, tmp_path, name, text, words):
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    result = cli("translate", "--run", tiny_run[0], "--input", path, "--output", tmp_path / "out")
+    assert result.code == 2 and words in result.err, result.err
+    assert len(result.err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_the_format_comes_from_the_suffix_or_format(cli, tiny_run, tmp_path):
+    from pathlib import Path
+
+    assert [format_of(Path(f"a{s}"), None) for s in (".md", ".HTML", ".srt", ".txt", ".tsv")] == [
+        "markdown", "html", "srt", "text", "lines",
+    ]  # fmt: skip
+    assert format_of(None, None) == "lines" and format_of(Path("a.md"), "lines") == "lines"
+    with pytest.raises(Seq2SeqError, match="--format docx"):
+        format_of(None, "docx")
+    (tmp_path / "a.md").write_text("# A dog\n\nA cat sleeps.\n")
+    result = cli("translate", "--run", tiny_run[0], "--input", tmp_path / "a.md")
+    assert result.code == 0 and result.out.startswith("# ") and len(result.out.splitlines()) == 3
+    refused = cli(
+        "translate", "--run", tiny_run[0], "--input", tmp_path / "a.md", "--nbest", "2", "--beam", "2"
+    )
+    assert refused.code == 2 and "--nbest goes with --format lines" in refused.err
+    assert len(parse("a\n\nb\n", "text").runs) == 2
