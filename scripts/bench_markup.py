@@ -1,0 +1,144 @@
+"""Is markup placed where a person would place it? Tags wrapped around source words of the shipped
+gold alignment set are placed into the reference translation (seq2seq/documents/markup.py) and
+compared with the span the gold links give.
+
+Construction: in every pair of `data/alignment/{dev,test}`, for each length of 1, 2 and 3 words,
+one span of source words (its start drawn with a fixed seed among the starts whose words all have
+a Sure gold link) is wrapped in a tag. The gold span is the first to the last target word
+Sure-linked to the span's words. A placement is right when its tag encloses exactly those words.
+Three sources of links place the same tags with the same code: the run's cross-attention (the
+method, layer and mean of heads that place most tags right on dev: attention or shifted by one,
+each layer), eflomal's (with the training corpus beside, the `align` extra) and a naive rule
+(each source word at the same relative position in the target). The table reports both halves,
+the choice made on dev alone.
+
+    python -m scripts.bench_markup --run runs/multi30k-en-fr --data-dir "$SEQ2SEQ_DATA_DIR"
+"""
+
+import argparse
+import random
+
+from scripts.common import REPO, cpu
+from seq2seq.alignment.pharaoh import read_links
+from seq2seq.documents.markup import Run, place
+
+GOLD = REPO / "data" / "alignment"
+
+
+def spans_of(words: int, sure: set, seed: int) -> list[tuple[int, int]]:
+    """One span of 1, 2 and 3 words whose words all have a Sure link (where one exists)."""
+    linked = {i for i, _ in sure}
+    rng, out = random.Random(seed), []
+    for n in (1, 2, 3):
+        starts = [s for s in range(words - n + 1) if all(i in linked for i in range(s, s + n))]
+        if starts:
+            out.append((s := rng.choice(starts), s + n))
+    return out
+
+
+def tagged(words: list[str], span: tuple[int, int]) -> Run:
+    run = Run()
+    for i, word in enumerate(words):
+        if i == span[0]:
+            run.opening("<b>")
+        run.add(word)
+        if i == span[1] - 1:
+            run.closing("</b>")
+        run.add(" " if i < len(words) - 1 else "")
+    return run
+
+
+def placed_span(run: Run, target: str, links: set) -> tuple[int, int] | None:
+    """The target words the tag encloses after placing it, (first, last + 1); None if unplaced."""
+    text = place(run, [(0, len(run.text))], [target], [links], [""]).text
+    words = text.split()
+    inside = [k for k, w in enumerate(words) if _inside(words, k)]
+    return (inside[0], inside[-1] + 1) if inside else None
+
+
+def _inside(words: list[str], k: int) -> bool:
+    opened = sum(w.count("<b>") - w.count("</b>") for w in words[:k])
+    word = words[k]
+    return opened > 0 or (word.startswith("<b>") and word.replace("<b>", "").replace("</b>", ""))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--run", required=True)
+    p.add_argument("--data-dir", help="Multi30k: eflomal aligns with the training corpus beside")
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args()
+    import seq2seq
+
+    model, tokenizer = seq2seq.load_run(args.run)
+    print(f"CPU: {cpu()}; run {args.run}")
+    print("| half | tags | the run's alignment | eflomal | same relative position |")
+    print("|---|---:|---:|---:|---:|")
+    method = choose(model, tokenizer, args.seed)
+    print(f"chosen on dev: {method.name}, layer {method.layer}, the mean of heads")
+    for half in ("dev", "test"):
+        sources, targets, gold = read_half(half)
+        ours = [a.links for a in seq2seq.align(model, tokenizer, sources, targets, method)]
+        theirs = eflomal(sources, targets, args.data_dir)
+        naive = [
+            {
+                (i, min(len(t.split()) - 1, round(i * len(t.split()) / len(s.split()))))
+                for i in range(len(s.split()))
+            }
+            for s, t in zip(sources, targets, strict=True)
+        ]
+        total, rights = 0, []
+        for links in (ours, theirs, naive):
+            total, right = accuracy(sources, targets, gold, links, args.seed)
+            rights.append(f"{right / total:.1%}")
+        print(f"| {half} | {total} | " + " | ".join(rights) + " |")
+
+
+def read_half(half: str):
+    sources = (GOLD / f"{half}.en").read_text(encoding="utf-8").splitlines()
+    targets = (GOLD / f"{half}.fr").read_text(encoding="utf-8").splitlines()
+    return sources, targets, read_links(GOLD / f"{half}.align")
+
+
+def accuracy(sources, targets, gold, links, seed: int) -> tuple[int, int]:
+    """(tags, tags placed around exactly the gold span)."""
+    total = right = 0
+    for n, (source, target) in enumerate(zip(sources, targets, strict=True)):
+        sure = gold[n].sure
+        for span in spans_of(len(source.split()), sure, seed * 1000 + n):
+            linked = [j for i, j in sure if span[0] <= i < span[1]]
+            total += 1
+            right += placed_span(tagged(source.split(), span), target, links[n]) == (
+                min(linked),
+                max(linked) + 1,
+            )
+    return total, right
+
+
+def choose(model, tokenizer, seed: int):
+    """The attention method and layer (mean of heads) that place most dev tags right."""
+    import seq2seq
+    from seq2seq.alignment.methods import Method
+
+    sources, targets, gold = read_half("dev")
+    layers = seq2seq.align(model, tokenizer, sources[:1], targets[:1])[0].maps.layers("cross")
+    scored = []
+    for name in ("attention", "shift"):
+        for layer in range(1, layers + 1):
+            method = Method(name, layer)
+            links = [a.links for a in seq2seq.align(model, tokenizer, sources, targets, method)]
+            scored.append((accuracy(sources, targets, gold, links, seed)[1], -layer, method))
+    return max(scored, key=lambda x: x[:2])[2]
+
+
+def eflomal(sources: list[str], targets: list[str], data_dir: str | None) -> list[set]:
+    from seq2seq.alignment.baseline import eflomal_links, eflomal_with_corpus
+
+    if data_dir is None:
+        return [set(links.sure) for links in eflomal_links(sources, targets)]
+    found, _ = eflomal_with_corpus(sources, targets, "multi30k", "en", "fr", data_dir)
+    return [set(links.sure) for links in found]
+
+
+if __name__ == "__main__":
+    main()
