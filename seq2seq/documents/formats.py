@@ -16,8 +16,9 @@ from seq2seq.documents.sentences import INSTALL_HINT
 from seq2seq.errors import Seq2SeqError
 
 FORMATS = ("lines", "text", "markdown", "html", "srt")
-SUFFIXES = {".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
-SUFFIXES[".srt"] = "srt"
+# `.txt` is not here: a file of one sentence a line is the commonest input, and its contract (a
+# line in, a line out) must not change with a suffix; paragraphs are asked for with --format text
+SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html", ".srt": "srt"}
 
 
 @dataclass
