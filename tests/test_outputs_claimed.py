@@ -22,7 +22,7 @@ WRITES = {
 READS = {"translate": ["--run"], "evaluate": ["--run", "--baseline-run"], "align": ["--run", "--reverse-run"]}
 # command -> the options that name a file of lines it reads
 INPUTS = {
-    "translate": ["--input", "--prefix-file"],
+    "translate": ["--input", "--prefix-file", "--constraints-file", "--glossary"],
     "evaluate": ["--source", "--reference", "--baseline"],
     "align": ["--source", "--target", "--gold"],
 }
