@@ -220,3 +220,38 @@ def test_pictures_of_each_pair_with_its_links(cli, tiny_run, pairs):
         assert (pairs / f"links-{line}.png").read_bytes().startswith(b"\x89PNG")
     refused = cli(*args(tiny_run[0], pairs, "--baseline", "eflomal", "--attention-png", png))
     assert refused.code == 2 and "--attention-png" in refused.err
+
+
+def test_markup_is_placed_into_the_targets_through_the_links(cli, tiny_run, pairs):
+    """`align --markup`: each target with the source's tags, placed by the documents' code over the
+    links `align` gives for the plain pairs (the same links, the same placement)."""
+    from seq2seq.documents.html import tagged_line
+    from seq2seq.documents.markup import place
+
+    plain = (pairs / "src.txt").read_text().splitlines()
+    tagged = [f"<b>{line.split()[0]}</b> " + " ".join(line.split()[1:]) + " <br>" for line in plain]
+    (pairs / "tagged.txt").write_text("\n".join(tagged) + "\n")
+    links = cli(*args(tiny_run[0], pairs, "--json"))
+    assert links.code == 0, links.err
+    placed = cli(
+        "align",
+        "--run",
+        tiny_run[0],
+        "--source",
+        pairs / "tagged.txt",
+        "--target",
+        pairs / "tgt.txt",
+        "--markup",
+    )
+    assert placed.code == 0, placed.err
+    targets = (pairs / "tgt.txt").read_text().splitlines()
+    for number, (line, target, found, out) in enumerate(
+        zip(tagged, targets, links.out.splitlines(), placed.out.splitlines(), strict=True), start=1
+    ):
+        run = tagged_line(line, number)
+        expected = place(
+            run, [(0, len(run.text))], [target], [{tuple(k) for k in json.loads(found)}], [""]
+        ).text
+        assert out == expected and out.count("<b>") == out.count("</b>") == 1 and "<br>" in out
+    refused = cli("align", "--run", tiny_run[0], "--source", pairs / "tagged.txt", "--markup")
+    assert refused.code == 2 and "needs --target" in refused.err

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.cli.io import read_lines
+from seq2seq.cli.links import check_gold, pharaoh, print_scores, read_gold
 from seq2seq.cli.options import BATCH_SIZE, BEAM, DATA_DIR, DEVICE, RUN, run_dir
 from seq2seq.cli.outputs import Outputs, write_file, write_lines
 from seq2seq.errors import Seq2SeqError
@@ -77,6 +78,12 @@ def align(
         help="The attention explorer of every pair, links and gold drawn over the maps, attribution a "
         "toggle away, as one offline HTML file.",
     ),
+    markup: bool = typer.Option(
+        False,
+        "--markup",
+        help="The source lines hold inline HTML tags: write each target with them placed around the "
+        "words aligned to the words they enclose (as translate --format html does), not the links.",
+    ),
     beam: int = BEAM,
     batch_size: int = BATCH_SIZE,
     device: str = DEVICE,
@@ -115,8 +122,18 @@ def align(
     if reverse_run is not None:
         reverse_run = run_dir(reverse_run)
         _check_turned_round(run, reverse_run)
+    if markup and (target is None or gold is not None or all_heads or pictures):
+        raise typer.BadParameter(
+            "places tags into given targets: needs --target, alone", param_hint="--markup"
+        )
     chosen = Method(method or "attention", layer, head, steps)
     sources = read_lines(source)
+    runs = None
+    if markup:  # the tags out, the plain sources aligned
+        from seq2seq.documents.html import tagged_line
+
+        runs = [tagged_line(line, number) for number, line in enumerate(sources, start=1)]
+        sources = [run.text for run in runs]
     if attention_png is not None and len(sources) > 1:  # FILE-<line>.png, each claimed before any work
         from seq2seq.cli.outputs import numbered
 
@@ -125,10 +142,10 @@ def align(
     targets = read_lines(target) if target is not None else None
     if targets is not None and len(targets) != len(sources):
         raise Seq2SeqError(f"{source} has {len(sources)} lines but {target} has {len(targets)}")
-    gold_links = _read_gold(gold, len(sources))
+    gold_links = read_gold(gold, len(sources))
     if baseline is not None:
         links, described = _eflomal(run, data_dir, sources, targets), "eflomal (grow-diag-final-and)"
-        _check_gold(gold, gold_links, [s.split() for s in sources], [t.split() for t in targets])
+        check_gold(gold, gold_links, [s.split() for s in sources], [t.split() for t in targets])
     else:
         from seq2seq.alignment.api import align as align_pairs
         from seq2seq.alignment.api import head_name, head_scores, symmetrized
@@ -147,24 +164,33 @@ def align(
             found = symmetrized(found, back, extract, threshold)
         else:
             found = align_pairs(model, tokenizer, sources, targets, chosen, extract, threshold, options)
-        _check_gold(gold, gold_links, [a.source_words for a in found], [a.target_words for a in found])
+        check_gold(gold, gold_links, [a.source_words for a in found], [a.target_words for a in found])
         if all_heads:
-            _print_scores({head_name(shifted, *key): result for key, result in table.items()}, as_json)
+            print_scores({head_name(shifted, *key): result for key, result in table.items()}, as_json)
             return
         links = [a.links for a in found]
         described = found[0].method if found else chosen.describe()
         if pictures:
             _draw(model, found, gold_links, chosen, attention_png, attention_html)
+    if runs is not None:
+        from seq2seq.documents.markup import place
+
+        placed = [
+            place(r, [(0, len(r.text))], [t], [k], [""]).text
+            for r, t, k in zip(runs, targets, links, strict=True)
+        ]
+        write_lines(placed, output)
+        return
     if output is not None or gold is None:
         if as_json and gold is None:
             lines = [json.dumps(sorted(pair)) for pair in links]
         else:
-            lines = [_pharaoh(pair) for pair in links]
+            lines = [pharaoh(pair) for pair in links]
         write_lines(lines, output)
     if gold is not None:
         from seq2seq.alignment.score import score
 
-        _print_scores({described: score(links, gold_links)}, as_json)
+        print_scores({described: score(links, gold_links)}, as_json)
 
 
 def _load(run, device, beam: int, batch_size: int):
@@ -248,41 +274,3 @@ def _eflomal(run: Path, data_dir, sources: list[str], targets: list[str]) -> lis
 
     links, _ = eflomal_with_corpus(sources, targets, *stored_languages(run), data_dir)
     return [pair.sure for pair in links]
-
-
-def _read_gold(gold: Path | None, n_pairs: int):
-    if gold is None:
-        return None
-    from seq2seq.alignment.pharaoh import read_links
-
-    links = read_links(gold)
-    if len(links) != n_pairs:
-        raise Seq2SeqError(f"{gold} has {len(links)} lines of links for {n_pairs} sentence pairs")
-    return links
-
-
-def _check_gold(gold, gold_links, source_words, target_words) -> None:
-    if gold is not None:
-        from seq2seq.alignment.pharaoh import check_ranges
-
-        check_ranges(gold_links, [len(w) for w in source_words], [len(w) for w in target_words], gold)
-
-
-def _pharaoh(links: set) -> str:
-    from seq2seq.alignment.pharaoh import Links
-
-    return Links.of(links).pharaoh()
-
-
-def _print_scores(table: dict, as_json: bool) -> None:
-    """One line per method: its P, R and AER (and the counts) in %."""
-    if as_json:
-        lines = [json.dumps({"method": name, **result.as_json()}) for name, result in table.items()]
-    else:
-        width = max(map(len, table))
-        lines = [f"{'method':<{width}}  precision  recall    AER  links"]
-        lines += [
-            f"{name:<{width}}  {r.precision:9.3f}  {r.recall:6.3f}  {r.aer:5.3f}  {r.links:5d}"
-            for name, r in table.items()
-        ]
-    write_file("".join(f"{line}\n" for line in lines).encode(), None)

@@ -142,3 +142,12 @@ def layout(text: str) -> Layout:
     for run in runs:  # the text was read with its entities: a translation is written escaped
         run.escape = lambda word: html.escape(word, quote=False)
     return Layout(runs, render)
+
+
+def tagged_line(line: str, number: int) -> Run:
+    """One line of text with inline tags (`align --markup`'s sources) as a run; its plain text is
+    what is aligned."""
+    runs = layout(line).runs
+    if len(runs) > 1:
+        raise Seq2SeqError(f"line {number} holds block tags: give one sentence with inline tags a line")
+    return runs[0] if runs else Run(line)
