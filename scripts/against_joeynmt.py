@@ -36,7 +36,7 @@ import torch
 from scripts.common import cpu
 from seq2seq.data.corpus import load_pairs
 from seq2seq.device import precision_note, use_bf16
-from seq2seq.training.checkpoint import read_metrics
+from seq2seq.runs.files import read_metrics
 
 TOKENS_PER_SEC = re.compile(r"Tokens per Sec:\s+(\d+)")
 

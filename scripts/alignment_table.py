@@ -22,9 +22,9 @@ from seq2seq.alignment.baseline import eflomal_with_corpus
 from seq2seq.alignment.methods import Method
 from seq2seq.alignment.pharaoh import read_links
 from seq2seq.alignment.score import score
-from seq2seq.training.checkpoint import load_run
-from seq2seq.training.guided import run_trained_head
-from seq2seq.training.resume import stored_languages
+from seq2seq.decoding.attention import cross_layers
+from seq2seq.runs.load import load_run
+from seq2seq.runs.recipe import run_trained_head, stored_languages
 
 GOLD = REPO / "data" / "alignment"
 
@@ -62,7 +62,7 @@ def both_directions(forward, reverse, pairs) -> tuple[list, list]:
 
 def guided_or(run: Path, model, method: Method) -> Method:
     """The head the run's --guided-alignment trained, or `method` for a run trained without."""
-    trained = run_trained_head(run, model)
+    trained = run_trained_head(run, cross_layers(model))
     return method if trained is None else Method(*trained)
 
 
@@ -125,7 +125,7 @@ def main() -> None:
     if not args.no_ig:
         label = f"integrated gradients ({args.steps} steps), argmax"
         methods[label] = (Method("ig", steps=args.steps), argmax)
-    trained = run_trained_head(args.run, model)
+    trained = run_trained_head(args.run, cross_layers(model))
     if trained is not None:  # the head that guided alignment trained, read where it was trained
         where, layer_trained, head_trained = trained
         head_name = f"the guided head (layer {layer_trained} head {head_trained})"

@@ -28,7 +28,7 @@ from scripts.common import cpu
 from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.decoding.terms import Terms
 from seq2seq.evaluate import score
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 
 SPLITS = ("test_2016_flickr", "test_2017_flickr")
 WORD = re.compile(r"[^\W\d_]{4,}")  # letters only, four or more

@@ -29,7 +29,7 @@ from seq2seq.decoding.search import DecodeOptions, search
 from seq2seq.models.packed import packed_if_faster
 from seq2seq.models.registry import build_model, preset_config
 from seq2seq.models.transformer import PRESETS
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ from scripts.common import cpu, length_sorted_batches, median_time
 from seq2seq.data.batch import pad
 from seq2seq.data.corpus import load_pairs
 from seq2seq.decoding.search import DecodeOptions, search_in_batches, source_ids
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 
 SHAPE = dict(
     vocab_size=59514, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,

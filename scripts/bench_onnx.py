@@ -39,7 +39,8 @@ from seq2seq.data.special import BOS_ID, PAD_ID
 from seq2seq.decoding.search import DecodeOptions, source_ids
 from seq2seq.export.ctranslate2 import export_ctranslate2
 from seq2seq.export.huggingface import export_huggingface
-from seq2seq.training.checkpoint import load_config, load_run, model_config
+from seq2seq.runs.files import load_config, model_config
+from seq2seq.runs.load import load_run
 
 
 def refusal(run: Path) -> str | None:

@@ -62,7 +62,7 @@ def worker(args) -> None:
     from seq2seq.decoding.options import DecodeOptions
     from seq2seq.decoding.search import translate
     from seq2seq.models.packed import pack
-    from seq2seq.training.checkpoint import load_run
+    from seq2seq.runs.load import load_run
 
     torch.set_num_threads(1)  # as the server runs the model on 2 cores
     lines = [src for src, _ in load_pairs("multi30k", "test_2016_flickr", "en", "fr", args.data_dir)]

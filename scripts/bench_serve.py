@@ -28,7 +28,7 @@ import torch
 
 from scripts.common import cpu
 from seq2seq.decoding.search import DecodeOptions, translate
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 
 
 def main() -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from scripts.common import cpu
 from scripts.reproduce_results import seq2seq
-from seq2seq.training.checkpoint import load_run, read_metrics
+from seq2seq.runs.files import read_metrics
+from seq2seq.runs.load import load_run
 
 SYSTEMS = {  # name -> train options beyond the shared recipe
     "transformer": ["--arch", "transformer"],

@@ -25,7 +25,8 @@ from sacrebleu.metrics import CHRF
 from scripts.common import cpu
 from seq2seq.data.corpus import load_pairs
 from seq2seq.decoding.search import DecodeOptions, translate
-from seq2seq.training.checkpoint import load_config, load_run
+from seq2seq.runs.files import load_config
+from seq2seq.runs.load import load_run
 
 SENTENCE_CHRF = CHRF()
 

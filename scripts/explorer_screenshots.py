@@ -17,10 +17,10 @@ from playwright.sync_api import sync_playwright
 
 from seq2seq.decoding.attention import attention_batch
 from seq2seq.decoding.search import DecodeOptions
+from seq2seq.runs.load import load_run
 from seq2seq.serve.app import create_app
 from seq2seq.serve.info import run_info
 from seq2seq.serve.server import GracefulServer, listen
-from seq2seq.training.checkpoint import load_run
 from seq2seq.views import explorer
 
 

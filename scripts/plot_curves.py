@@ -14,7 +14,7 @@ from pathlib import Path
 
 from scripts.common import REPO
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training.checkpoint import read_metrics
+from seq2seq.runs.files import read_metrics
 from seq2seq.views import plots
 
 RESULTS = REPO / "docs" / "results.json"

@@ -39,7 +39,7 @@ import torch
 from scripts import common
 from seq2seq.atomic import write_atomic
 from seq2seq.data.corpus import MULTI30K_LANGS
-from seq2seq.training.checkpoint import load_config, read_metrics
+from seq2seq.runs.files import load_config, read_metrics
 
 RESULTS = common.REPO / "docs" / "results.json"
 PAIRS = ["en-fr", "en-de", "en-cs"]

@@ -55,7 +55,7 @@ def main() -> None:
 def references(run: str, lines: list[str]) -> dict[str, str]:
     """Each line's translation by the library, as `seq2seq translate --beam 5` gives it."""
     from seq2seq.decoding.search import translate
-    from seq2seq.training.checkpoint import load_run
+    from seq2seq.runs.load import load_run
 
     model, tokenizer = load_run(run, packed=True)
     return dict(zip(lines, translate(model, tokenizer, lines, DecodeOptions(beam=BEAM)).best, strict=True))

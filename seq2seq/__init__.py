@@ -11,6 +11,7 @@
 The names below are imported when first used, so `seq2seq --help` does not pay for torch.
 """
 
+import sys
 from importlib import import_module
 
 __version__ = "0.1.0"
@@ -25,7 +26,7 @@ _PUBLIC = {  # name -> the module that defines it
     "Terms": "seq2seq.decoding.terms",
     "translate": "seq2seq.decoding.search",
     "translate_document": "seq2seq.documents.translate",
-    "load_run": "seq2seq.training.checkpoint",
+    "load_run": "seq2seq.runs.load",
     "Seq2SeqError": "seq2seq.errors",
 }
 __all__ = [*sorted(_PUBLIC), "__version__"]
@@ -35,3 +36,29 @@ def __getattr__(name: str):
     if name not in _PUBLIC:
         raise AttributeError(f"module 'seq2seq' has no attribute {name!r}")
     return getattr(import_module(_PUBLIC[name]), name)
+
+
+# in a notebook an AttentionMaps or an Alignment shows as the offline explorer (IPython's formatters
+# are told by name, so neither class imports the views that draw it, and nothing is imported here)
+NOTEBOOK_VIEWS = {
+    ("seq2seq.decoding.attention", "AttentionMaps"): ("seq2seq.views.explorer", "maps_html"),
+    ("seq2seq.alignment.api", "Alignment"): ("seq2seq.alignment.pictures", "notebook_html"),
+}
+
+
+def register_notebook_views(shell) -> None:
+    """Tell an IPython shell's HTML formatter how to draw the classes of NOTEBOOK_VIEWS."""
+    html = shell.display_formatter.formatters["text/html"]
+    for (module, name), (views, function) in NOTEBOOK_VIEWS.items():
+        html.for_type_by_name(
+            module, name, lambda obj, v=views, f=function: getattr(import_module(v), f)(obj)
+        )
+
+
+def _in_ipython():
+    ipython = sys.modules.get("IPython")
+    return ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+
+
+if (_shell := _in_ipython()) is not None:
+    register_notebook_views(_shell)

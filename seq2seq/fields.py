@@ -9,18 +9,33 @@ import typing
 from dataclasses import MISSING, field, fields
 
 
-def option(default, help: str, low=None, high=None, *, flag: str | None = None, choices=None, unset=MISSING):
+def option(
+    default, help: str, low=None, high=None, *, flag: str | None = None, choices=None, unset=MISSING, **more
+):
     """A config field that is a command-line option: its one declaration. Its metadata holds the
     help, the allowed range (both ends inclusive; a `high` of None: no upper end) or choices, and
     the flag (`--name` unless told); the command's options and the checks of config.json
     (`from_json`) are both built from it.
-    `unset`: the option's default where it is not the field's (None: decided from other options)."""
-    metadata = {"help": help, "flag": flag, "unset": unset}
+    `unset`: the option's default where it is not the field's (None: decided from other options).
+    `more`: what else a reader of the declaration needs (DecodeOptions: `served`, whether the
+    server's requests take it)."""
+    metadata = {"help": help, "flag": flag, "unset": unset, **more}
     if low is not None:
         metadata["range"] = (low, high)
     if choices is not None:
         metadata["choices"] = tuple(choices)
     return field(default=default, metadata=metadata)
+
+
+def option_names(cls) -> dict[str, str]:
+    """The options of `cls`'s fields, by the name a command's parameter takes from its flag
+    (`--heads` -> heads), each -> the field it sets."""
+    names = {}
+    for f in fields(cls):
+        if "help" in f.metadata:
+            flag = f.metadata["flag"] or f"--{f.name}"
+            names[flag.split("/")[0].removeprefix("--").replace("-", "_")] = f.name
+    return names
 
 
 def ranged(default, low, high):

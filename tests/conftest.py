@@ -12,7 +12,7 @@ import torch
 
 from seq2seq.data.tokenizer import Tokenizer, train_tokenizer
 from seq2seq.models.transformer import Transformer, TransformerConfig
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs import files as ckpt
 from seq2seq.training.config import TrainConfig
 from tests.cli_helpers import run_cli, run_process
 from tests.helpers import SENTENCES, TRAIN

@@ -21,7 +21,8 @@ from seq2seq.models.quantize import quantize
 from seq2seq.models.registry import ARCHITECTURES, build_model, preset_config
 from seq2seq.models.rnn import RNN, RNNConfig
 from seq2seq.models.transformer import TransformerConfig
-from seq2seq.training.checkpoint import LAST, load_run, read_metadata
+from seq2seq.runs.files import LAST, read_metadata
+from seq2seq.runs.load import load_run
 from seq2seq.training.config import TrainConfig
 
 # --- the CLI's commands: a few steps of `train` (tiny preset, CPU), `evaluate` on two lines -------

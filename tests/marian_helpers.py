@@ -8,7 +8,7 @@ import pytest
 import sentencepiece as spm
 import torch
 
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 from tests.conftest import EN, FR
 
 transformers = pytest.importorskip("transformers")

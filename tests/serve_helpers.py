@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from seq2seq.models.rnn import RNN, RNNConfig
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 from tests.conftest import tiny_model, write_run
 
 SENTENCES = ["a dog runs", "two men sit on the red car 12", "the sun sets", "a girl plays with a cat"]

@@ -9,7 +9,7 @@ import pytest
 from seq2seq.alignment.api import align
 from seq2seq.alignment.extract import extract
 from seq2seq.alignment.pharaoh import parse_line
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 from tests.conftest import EN, FR
 
 

@@ -6,12 +6,14 @@ an iframe, which draws with no network. Both architectures."""
 import json
 import re
 import shutil
+from types import SimpleNamespace
 
 import pytest
 
+import seq2seq
 from seq2seq.alignment.api import align
 from seq2seq.decoding.attention import attention
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 from tests.cli_helpers import run_cli
 from tests.conftest import EN, FR, caption_tokenizer
 from tests.serve_helpers import write_runs
@@ -87,8 +89,8 @@ def test_the_page_draws_the_links_and_the_gold_and_toggles_attribution(
 def test_in_a_notebook_maps_and_alignments_show_the_explorer_inline(offline, runs, arch):
     model, tokenizer = load_run(runs[arch])
     shown = [
-        attention(model, tokenizer, EN[0], FR[0])._repr_html_(),
-        align(model, tokenizer, [EN[0]], [FR[0]])[0]._repr_html_(),
+        notebook_html(attention(model, tokenizer, EN[0], FR[0])),
+        notebook_html(align(model, tokenizer, [EN[0]], [FR[0]])[0]),
     ]
     context, asked = offline
     for html, links in zip(shown, (False, True), strict=True):
@@ -101,3 +103,21 @@ def test_in_a_notebook_maps_and_alignments_show_the_explorer_inline(offline, run
         assert (frame.locator("#panel-cross td.cell.link").count() > 0) == links
         page.close()
     assert not asked
+
+
+class HtmlFormatter:
+    """IPython's HTML formatter as `register_notebook_views` uses it: printers by class name."""
+
+    def __init__(self):
+        self.printers = {}
+
+    def for_type_by_name(self, module, name, printer):
+        self.printers[module, name] = printer
+
+
+def notebook_html(obj) -> str:
+    """What a notebook shows for `obj`: the printer seq2seq registers with IPython for its class."""
+    formatter = HtmlFormatter()
+    shell = SimpleNamespace(display_formatter=SimpleNamespace(formatters={"text/html": formatter}))
+    seq2seq.register_notebook_views(shell)
+    return formatter.printers[type(obj).__module__, type(obj).__name__](obj)

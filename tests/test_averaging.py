@@ -8,8 +8,9 @@ from safetensors.torch import load_file
 
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.evaluate import evaluate
+from seq2seq.runs.files import BEST, LAST, read_metrics, save_weights
+from seq2seq.runs.load import load_run
 from seq2seq.training import averaging
-from seq2seq.training.checkpoint import BEST, LAST, load_run, read_metrics, save_weights
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.train import train
 from tests.conftest import tiny_model

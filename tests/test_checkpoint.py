@@ -10,7 +10,9 @@ import torch
 
 from seq2seq.data.tokenizer import train_tokenizer
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs import files as ckpt
+from seq2seq.runs.load import load_run
+from seq2seq.training import checkpoint
 from tests.conftest import EN, FR, tiny_model
 from tests.helpers import SENTENCES
 
@@ -30,7 +32,7 @@ def run_dir(tmp_path):
 
 
 def test_save_load_gives_identical_logits(run_dir):
-    model, _ = ckpt.load_run(run_dir)
+    model, _ = load_run(run_dir)
     original = tiny_model(vocab_size=model.cfg.vocab_size)
     src, tgt = torch.tensor([[5, 6, 7, 3]]), torch.tensor([[2, 8, 9]])
     with torch.no_grad():
@@ -42,7 +44,7 @@ def test_a_run_from_before_the_rnn_loads_as_a_transformer(run_dir):
     sections = json.loads((run_dir / "config.json").read_text())
     assert sections["model"].pop("arch") == "transformer"
     (run_dir / "config.json").write_text(json.dumps(sections))
-    model, _ = ckpt.load_run(run_dir)
+    model, _ = load_run(run_dir)
     assert type(model).__name__ == "Transformer"
 
 
@@ -58,7 +60,7 @@ def test_a_foreign_architecture_is_a_clean_error(run_dir, change, message):
     sections["model"].update(change)
     (run_dir / "config.json").write_text(json.dumps(sections))
     with pytest.raises(Seq2SeqError, match=message):
-        ckpt.load_run(run_dir)
+        load_run(run_dir)
 
 
 def test_training_state_round_trip(tmp_path):
@@ -67,12 +69,12 @@ def test_training_state_round_trip(tmp_path):
     model(torch.tensor([[5, 3]]), torch.tensor([[2, 6]])).sum().backward()
     optimizer.step()
     torch.manual_seed(123)
-    ckpt.save_training_state(tmp_path / "last.safetensors", model, optimizer, {"step": 7})
+    checkpoint.save_training_state(tmp_path / "last.safetensors", model, optimizer, {"step": 7})
     expected_draw = torch.rand(3)
 
     other = tiny_model(seed=9)
     other_optimizer = torch.optim.AdamW(other.parameters(), lr=1e-3)
-    state = ckpt.load_training_state(tmp_path / "last.safetensors", other, other_optimizer)
+    state = checkpoint.load_training_state(tmp_path / "last.safetensors", other, other_optimizer)
     assert state == {"step": 7}
     assert torch.equal(torch.rand(3), expected_draw)  # the RNG continues where it was saved
     for a, b in zip(model.parameters(), other.parameters(), strict=True):
@@ -95,11 +97,11 @@ def test_a_run_saved_by_the_unfused_adamw_resumes_into_the_fused_one(tmp_path):
     model = tiny_model()
     old = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9, fused=False)
     one_step(model, old)
-    ckpt.save_training_state(tmp_path / "last.safetensors", model, old, {"step": 1})
+    checkpoint.save_training_state(tmp_path / "last.safetensors", model, old, {"step": 1})
     resumed = tiny_model(seed=9)
     fused = adamw(resumed, lr=1e-3)
     assert fused.defaults["fused"]
-    ckpt.load_training_state(tmp_path / "last.safetensors", resumed, fused)
+    checkpoint.load_training_state(tmp_path / "last.safetensors", resumed, fused)
     one_step(model, old)
     one_step(resumed, fused)
     for a, b in zip(model.parameters(), resumed.parameters(), strict=True):
@@ -125,12 +127,12 @@ def test_a_run_saved_by_the_unfused_adamw_resumes_into_the_fused_one(tmp_path):
 def test_broken_run_directory_is_a_clean_error(run_dir, damage, message):
     damage(run_dir)
     with pytest.raises(Seq2SeqError, match=message):
-        ckpt.load_run(run_dir)
+        load_run(run_dir)
 
 
 def test_missing_run_directory(tmp_path):
     with pytest.raises(Seq2SeqError, match="does not exist"):
-        ckpt.load_run(tmp_path / "nope")
+        load_run(tmp_path / "nope")
 
 
 def test_vocab_size_mismatch_between_tokenizer_and_model(run_dir):
@@ -138,7 +140,7 @@ def test_vocab_size_mismatch_between_tokenizer_and_model(run_dir):
     sections["model"]["vocab_size"] += 5
     (run_dir / "config.json").write_text(json.dumps(sections))
     with pytest.raises(Seq2SeqError, match=r"tokenizer has .* pieces but the model expects"):
-        ckpt.load_run(run_dir)
+        load_run(run_dir)
 
 
 def test_weights_of_another_shape(run_dir):
@@ -146,7 +148,7 @@ def test_weights_of_another_shape(run_dir):
     sections["model"]["d_ff"] = 128
     (run_dir / "config.json").write_text(json.dumps(sections))
     with pytest.raises(Seq2SeqError, match=r"does not fit the model in config\.json"):
-        ckpt.load_run(run_dir)
+        load_run(run_dir)
 
 
 class Payload:
@@ -164,11 +166,11 @@ def test_pickle_payload_is_refused_not_executed(run_dir, tmp_path):
     payload = pickle.dumps(Payload(str(marker)))
     (run_dir / ckpt.BEST).write_bytes(payload)
     with pytest.raises(Seq2SeqError, match="not a readable safetensors file"):
-        ckpt.load_run(run_dir)
+        load_run(run_dir)
     (run_dir / ckpt.LAST).write_bytes(payload)
     model = tiny_model()
     with pytest.raises(Seq2SeqError, match="not a readable safetensors file"):
-        ckpt.load_training_state(run_dir / ckpt.LAST, model, torch.optim.AdamW(model.parameters()))
+        checkpoint.load_training_state(run_dir / ckpt.LAST, model, torch.optim.AdamW(model.parameters()))
     assert not marker.exists()
 
 
@@ -214,7 +216,8 @@ def test_a_train_section_missing_or_foreign_is_one_line(run_dir, train, message,
 WRITER = """
 import sys, time
 from pathlib import Path
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs import files as ckpt
+from seq2seq.training import checkpoint
 from tests.conftest import tiny_model
 models = [tiny_model(seed=1), tiny_model(seed=2)]
 path, end, i = Path(sys.argv[1]), time.monotonic() + float(sys.argv[2]), 0

@@ -7,8 +7,9 @@ from dataclasses import replace
 import pytest
 
 from seq2seq.errors import Seq2SeqError
+from seq2seq.runs.recipe import stored_languages
 from seq2seq.training.config import ADDED, OLDER_RECIPES, REMOVED
-from seq2seq.training.resume import check_typed_options, stored_languages, stored_train_config
+from seq2seq.training.resume import check_typed_options, stored_train_config
 from tests.cli_helpers import run_process
 from tests.conftest import EN, tiny_model, write_multi30k, write_run
 from tests.helpers import TRAIN

@@ -9,7 +9,7 @@ import pytest
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.search import translate
 from seq2seq.decoding.terms import Glossary, Terms, constraints_line
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 
 LINES = ["a dog runs", "the cat sleeps", "a red car"]
 

@@ -15,7 +15,8 @@ from safetensors.torch import load_file
 
 from seq2seq.data.batch import collate
 from seq2seq.decoding.search import DecodeOptions, translate
-from seq2seq.training.checkpoint import CONFIG, METRICS, load_run, read_metrics
+from seq2seq.runs.files import CONFIG, METRICS, read_metrics
+from seq2seq.runs.load import load_run
 from seq2seq.training.distributed import World, rank_batch
 from seq2seq.training.step import TrainStep
 from tests.cli_helpers import in_this_checkout, run_cli, torchrun

@@ -13,7 +13,7 @@ from seq2seq.documents.formats import format_of, parse
 from seq2seq.documents.markup import Run, place
 from seq2seq.documents.translate import translate_document
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 
 pytest.importorskip("sentencex", reason='documents need the extra: pip install -e ".[docs]"')
 SENTENCES = ["A dog runs.", "The cat sleeps.", "A red car.", "Two men sit.", "A girl plays."]

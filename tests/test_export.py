@@ -11,7 +11,7 @@ from seq2seq.data.batch import pad
 from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
 from seq2seq.decoding.search import DecodeOptions, source_ids, translate
 from seq2seq.export.ctranslate2 import export_ctranslate2
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs.load import load_run
 from tests.cli_helpers import run_cli
 from tests.conftest import tiny_model, write_run
 
@@ -45,7 +45,7 @@ def exported(run_dir, tmp_path_factory):
 
 
 def test_the_engine_decodes_what_we_decode(run_dir, exported):
-    model, tokenizer = ckpt.load_run(run_dir)
+    model, tokenizer = load_run(run_dir)
     ours = translate(model, tokenizer, SENTENCES, DecodeOptions(beam=1, max_len=12)).tokens
     engine = ctranslate2.Translator(str(exported), device="cpu")
     never = [tokenizer.id_pieces([i]) for i in (PAD_ID, BOS_ID)]  # as our search (an untrained
@@ -58,7 +58,7 @@ def test_the_engine_decodes_what_we_decode(run_dir, exported):
 
 def test_the_engine_scores_what_we_score(run_dir, exported):
     """Per-piece log-probabilities of forced targets agree to fp32 precision."""
-    model, tokenizer = ckpt.load_run(run_dir)
+    model, tokenizer = load_run(run_dir)
     targets = tokenizer.encode(["un chien court", "le soleil se couche 4"])
     sources = SENTENCES[:2]
     engine = ctranslate2.Translator(str(exported), device="cpu")

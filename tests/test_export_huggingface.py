@@ -18,7 +18,8 @@ from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from seq2seq.decoding.search import DecodeOptions, source_ids, translate
 from seq2seq.export import huggingface as hf_export
 from seq2seq.export.huggingface import export_huggingface
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs import files as ckpt
+from seq2seq.runs.load import load_run
 from tests.cli_helpers import run_cli
 from tests.conftest import EN, FR, caption_tokenizer, tiny_model, write_run
 
@@ -119,7 +120,7 @@ def greedy_ids(hf, batch, max_len: int) -> list[list[int]]:
 def test_teacher_forced_logits_equal_ours(run_dir, exported, table):
     """With the position table from the file or recomputed by transformers itself (as Marian does,
     and as any version might), the logits are ours."""
-    model, tokenizer = ckpt.load_run(run_dir)
+    model, tokenizer = load_run(run_dir)
     hf, _ = load(exported)
     if table == "recomputed":
         with torch.no_grad():
@@ -136,7 +137,7 @@ def test_teacher_forced_logits_equal_ours(run_dir, exported, table):
 
 
 def test_greedy_translations_equal_ours(run_dir, exported):
-    model, tokenizer = ckpt.load_run(run_dir)
+    model, tokenizer = load_run(run_dir)
     ours = translate(model, tokenizer, SENTENCES, DecodeOptions(beam=1, max_len=12))
     hf, hf_tokenizer = load(exported)
     batch = hf_tokenizer(SENTENCES, return_tensors="pt", padding=True)
@@ -153,7 +154,7 @@ def test_the_translation_pipeline_translates_as_we_do(run_dir, exported):
 
     if "translation" not in SUPPORTED_TASKS:
         pytest.skip(f"transformers {transformers.__version__} has no translation pipeline")
-    model, tokenizer = ckpt.load_run(run_dir)
+    model, tokenizer = load_run(run_dir)
     ours = translate(model, tokenizer, SENTENCES, DecodeOptions(beam=1, max_len=12)).best
     translator = transformers.pipeline(
         "translation", model=str(exported), trust_remote_code=ships_code(exported)
@@ -166,7 +167,7 @@ def test_the_longest_output_is_ours(tmp_path):
     """generation_config.json's limit: a model that never emits EOS stops where ours does, EOS
     forced after max_positions - 1 pieces, within the position table."""
     run = write_run(tmp_path / "run", lambda v: tiny_model(vocab_size=v, seed=3))
-    model, tokenizer = ckpt.load_run(run)
+    model, tokenizer = load_run(run)
     longest = model.cfg.max_positions - 1
     ours = translate(model, tokenizer, SENTENCES[:2], DecodeOptions(beam=1, max_len=longest)).tokens
     hf, hf_tokenizer = load(export_huggingface(run, tmp_path / "hf"))
@@ -187,7 +188,7 @@ def test_an_untied_output_layer_keeps_its_bias(tmp_path, shape):
         return model
 
     run = write_run(tmp_path / "run", make)
-    model, _ = ckpt.load_run(run)
+    model, _ = load_run(run)
     hf, _ = load(export_huggingface(run, tmp_path / "hf"))
     src, tgt = torch.tensor([[5, 9, 7, EOS_ID]]), torch.tensor([[BOS_ID, 8, 6]])
     with torch.no_grad():
@@ -196,7 +197,7 @@ def test_an_untied_output_layer_keeps_its_bias(tmp_path, shape):
 
 @pytest.mark.parametrize("text", TEXTS)
 def test_the_tokenizer_gives_our_ids(run_dir, exported, text):
-    model, tokenizer = ckpt.load_run(run_dir)
+    model, tokenizer = load_run(run_dir)
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(exported)
     ids = hf_tokenizer(text)["input_ids"]
     assert ids == source_ids(model, tokenizer, [text])[0][0]
@@ -206,7 +207,7 @@ def test_the_tokenizer_gives_our_ids(run_dir, exported, text):
 def test_the_tokenizer_decodes_as_we_do(run_dir, exported):
     """Outputs that begin with lone ▁ pieces too: SentencePiece drops every leading space. (Not
     <unk>: `skip_special_tokens` drops it, where SentencePiece writes ⁇.)"""
-    _, tokenizer = ckpt.load_run(run_dir)
+    _, tokenizer = load_run(run_dir)
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(exported)
     space = tokenizer.sp.PieceToId("▁")
     words = [ids for ids in tokenizer.encode(TEXTS) if UNK_ID not in ids]
@@ -217,7 +218,7 @@ def test_the_tokenizer_decodes_as_we_do(run_dir, exported):
 
 
 def test_the_tokenizer_pads_and_truncates_as_we_do(run_dir, exported):
-    model, tokenizer = ckpt.load_run(run_dir)
+    model, tokenizer = load_run(run_dir)
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(exported)
     lines = [*TEXTS, " ".join(EN * 20)]  # the last is longer than max_positions
     ids, truncated = source_ids(model, tokenizer, lines)
@@ -230,7 +231,7 @@ def test_the_tokenizer_pads_and_truncates_as_we_do(run_dir, exported):
 def test_a_fresh_python_without_seq2seq_loads_it(run_dir, exported, tmp_path):
     """The directory needs only transformers: a new interpreter that never imports seq2seq loads
     it and translates as we do (a gated model through the code its folder ships)."""
-    model, tokenizer = ckpt.load_run(run_dir)
+    model, tokenizer = load_run(run_dir)
     ours = translate(model, tokenizer, SENTENCES, DecodeOptions(beam=1, max_len=12)).best
     script = (
         "import json, sys\n"
@@ -258,7 +259,7 @@ def test_the_model_card(run_dir, exported):
     assert "BLEU **12.35** on the `val` split after 40 steps (3 epochs)" in card
     assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in card
     assert "`multi30k`" in card and "| 2 + 2 |" in card
-    gated = ckpt.load_run(run_dir)[0].cfg.ffn == "swiglu"
+    gated = load_run(run_dir)[0].cfg.ffn == "swiglu"
     assert ("| feed-forward block | SwiGLU (gated) |" in card) == gated
     assert ('from_pretrained("path/to/this/folder", trust_remote_code=True)' in card) == gated
     assert ("`modeling_gated.py` defines `Gated" in card) == gated
@@ -408,8 +409,8 @@ def test_an_exported_folder_imports_back_to_the_same_model(run_dir, exported, tm
     logits, the same pieces of any text, the same translations."""
     from seq2seq.export.marian import import_marian
 
-    model, tokenizer = ckpt.load_run(run_dir)
-    again, again_tokenizer = ckpt.load_run(import_marian(exported, tmp_path / "back"))
+    model, tokenizer = load_run(run_dir)
+    again, again_tokenizer = load_run(import_marian(exported, tmp_path / "back"))
     assert again.cfg == model.cfg
     for side in ("source", "target"):
         assert again_tokenizer.encode(TEXTS, side) == tokenizer.encode(TEXTS)

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from seq2seq.data.corpus import load_pairs
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training import checkpoint as ckpt
-from seq2seq.training.resume import TrainingState, stored_languages, stored_train_config
+from seq2seq.runs import files as ckpt
+from seq2seq.runs.recipe import stored_languages
+from seq2seq.training.resume import TrainingState, stored_train_config
 from tests.conftest import caption_tokenizer
 
 SCALE = int(os.environ.get("SEQ2SEQ_FUZZ_SCALE", "1"))

@@ -13,9 +13,10 @@ from seq2seq.alignment.methods import Method
 from seq2seq.alignment.pharaoh import Links
 from seq2seq.alignment.score import score
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
+from seq2seq.runs.recipe import trained_head
 from seq2seq.training.config import TrainConfig
-from seq2seq.training.guided import Guide, trained_head
+from seq2seq.training.guided import Guide
 from seq2seq.training.train import train
 from tests.conftest import write_multi30k
 from tests.helpers import REVERSE_MODEL, train_args, write_reversal_task

@@ -45,7 +45,8 @@ def test_the_help_shows_defaults_and_ranges_from_the_declarations(capsys, monkey
     assert "--bf16 / --fp32" in train and "--decay <str>" in train and "--world-size" not in train
     translate = flat(help_of(["translate"], capsys, monkeypatch))
     assert "Run directory [default: runs/<corpus>-<src>-<tgt>: runs/multi30k-en-fr]." in translate
-    assert "--beam <int> Beam size (1: greedy search). [default: 5]" in translate
+    assert "--beam <int> Beam size (1: greedy search) [default: 5; 1 with --sample" in translate
+    assert "--no-repeat-ngram <int> No hypothesis repeats an n-gram of N pieces" in translate
     assert (
         "--cache / --no-cache" in translate
         and "--layer <int> Layer of the maps, from 1 [default: last]." in translate

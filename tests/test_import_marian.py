@@ -9,7 +9,7 @@ import torch
 from seq2seq.data.pair_tokenizer import PairTokenizer
 from seq2seq.data.special import EOS_ID
 from seq2seq.decoding.search import DecodeOptions, search, translate
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 from tests.conftest import EN, FR
 from tests.marian_helpers import ODD, hf_tokenizer, imported, marian_folder, orders, transformers
 

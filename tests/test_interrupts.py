@@ -19,7 +19,9 @@ from safetensors.torch import load_file
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.registry import build_model
 from seq2seq.models.transformer import Transformer
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs import files as ckpt
+from seq2seq.runs.load import load_run
+from seq2seq.training import checkpoint
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.loop import Loop
 from seq2seq.training.train import train
@@ -41,9 +43,9 @@ def assert_loadable(run):
     if not (run / ckpt.LAST).exists():
         return 0
     if (run / ckpt.BEST).exists():
-        ckpt.load_run(run, weights=ckpt.BEST)
+        load_run(run, weights=ckpt.BEST)
     model = build_model(ckpt.model_config(ckpt.load_config(run)))
-    state = ckpt.load_training_state(run / ckpt.LAST, model, torch.optim.AdamW(model.parameters()))
+    state = checkpoint.load_training_state(run / ckpt.LAST, model, torch.optim.AdamW(model.parameters()))
     return state["step"]
 
 

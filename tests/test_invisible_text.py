@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.search import DecodeOptions, translate
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 from tests.cli_helpers import run_cli
 from tests.serve_helpers import make_app
 

@@ -25,8 +25,11 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
     # word alignment reads the model's attention and attribution, the views draw its links
     "alignment": {"alignment", "decoding", "models", "data", "views", *SHARED},
     # guided alignment reads Pharaoh links and counts words as alignment does
+    # the run directory, which training writes and every other reader opens
+    "runs": {"runs", "models", "data", *SHARED},
     "training": {
         "training",
+        "runs",
         "models",
         "data",
         "decoding",
@@ -38,23 +41,12 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
     },
     # a document's sentences are searched, and its markup placed through the alignment
     "documents": {"documents", "decoding", "alignment", *SHARED},
-    "export": {"export", "training", "models", "data", "decoding", "evaluate", *SHARED},
-    "serve": {
-        "serve",
-        "views",
-        "decoding",
-        "training.checkpoint",
-        "training.resume",
-        "models",
-        "data",
-        *SHARED,
-    },
+    "export": {"export", "runs", "models", "data", "decoding", "evaluate", *SHARED},
+    "serve": {"serve", "views", "decoding", "runs", "models", "data", *SHARED},
     "cli": None,  # the edge: anything
     "__init__": None,
     "__main__": {"cli"},
 }
-# imports made inside a function for a display alone, never when the module is imported
-LAZY = {("decoding/attention.py", "seq2seq.views.explorer")}  # AttentionMaps._repr_html_ in a notebook
 ONLY = {"typer": "cli", "fastapi": "serve", "uvicorn": "serve"}  # third-party imports one package owns
 
 
@@ -90,8 +82,6 @@ def test_imports_run_one_way(path):
         if not name.startswith("seq2seq.") or name == "seq2seq.":
             continue
         target = name.removeprefix("seq2seq.")
-        if (str(path.relative_to(PACKAGE)), name) in LAZY:
-            continue
         ok = any(target == a or target.startswith(a + ".") for a in allowed | {owner(path)})
         assert ok, f"{path.relative_to(PACKAGE)} imports seq2seq.{target}, outside {sorted(allowed)}"
 
@@ -113,3 +103,62 @@ def test_every_package_says_what_it_owns_and_may_import():
 def test_no_module_is_over_300_lines():
     long = {str(p.relative_to(PACKAGE)): n for p in modules() if (n := len(p.read_text().splitlines())) > 300}
     assert not long, long
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each module of the package -> the package's modules it imports, at its top or inside a
+    function alike (`from seq2seq.views import plots` names seq2seq.views.plots)."""
+    names = {module_name(p) for p in modules()}
+    return {module_name(p): {n for n in imports_of(p) if n in names} - {module_name(p)} for p in modules()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, found = {}, {}, [], []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = stack[stack.index(v) :]
+            del stack[stack.index(v) :]
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_imports_itself_round_a_circle():
+    assert circles(import_graph()) == []
+
+
+def test_the_circle_finder_finds_one():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# the commands that train; every other reader opens a run through seq2seq.runs
+TRAINS = {"seq2seq.cli.train", "seq2seq.cli.display", "seq2seq.cli.options"}
+
+
+def test_nothing_outside_training_imports_it_but_the_commands_that_train():
+    importers = {
+        module
+        for module, imported in import_graph().items()
+        if not module.startswith("seq2seq.training")
+        and any(n.startswith("seq2seq.training") for n in imported)
+    }
+    assert importers <= TRAINS, sorted(importers - TRAINS)

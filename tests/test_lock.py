@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs import files as ckpt
 from seq2seq.training.lock import run_lock
 from tests.conftest import tiny_model, write_run
 

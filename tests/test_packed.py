@@ -13,7 +13,7 @@ from seq2seq.data.batch import pad
 from seq2seq.decoding.search import DecodeOptions, beam_search, translate
 from seq2seq.models import packed as packed_module
 from seq2seq.models.packed import PackedLinear, pack, packing_available, packing_speedup
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs.load import load_run
 from tests.conftest import EN, tiny_model, write_run
 from tests.serve_helpers import tiny_rnn
 
@@ -87,12 +87,12 @@ def test_load_run_packs_only_where_it_pays_and_never_an_int8_model(tmp_path, mon
     run = tmp_path / "run"
     write_run(run, lambda v: tiny_model(vocab_size=v, seed=3))
     monkeypatch.setattr(packed_module, "packing_pays", lambda: pays)
-    model, tokenizer = ckpt.load_run(run, packed=True)
+    model, tokenizer = load_run(run, packed=True)
     assert isinstance(model.generator, PackedLinear) == pays
-    plain, _ = ckpt.load_run(run)
+    plain, _ = load_run(run)
     options = DecodeOptions(beam=3)
     assert translate(model, tokenizer, EN, options).best == translate(plain, tokenizer, EN, options).best
-    int8, _ = ckpt.load_run(run, quantize="int8", packed=True)
+    int8, _ = load_run(run, quantize="int8", packed=True)
     assert not any(isinstance(m, PackedLinear) for m in int8.modules())
 
 

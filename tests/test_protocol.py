@@ -20,7 +20,8 @@ from seq2seq.data.special import PAD_ID
 from seq2seq.decoding.search import DecodeOptions, beam_search, greedy
 from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
 from seq2seq.models.registry import ARCHITECTURES, build_model, config_from_dict, preset_config
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs import files as ckpt
+from seq2seq.runs.load import load_run
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.step import summed_loss
 from tests.conftest import caption_tokenizer
@@ -263,7 +264,7 @@ def test_a_run_directory_round_trips_the_model(name, tmp_path):
     model = build_model(cfg).eval()
     ckpt.save_config(tmp_path, ckpt.config_sections(cfg, TrainConfig(), tokenizer))
     ckpt.save_weights(model, tmp_path / ckpt.BEST)
-    loaded, _ = ckpt.load_run(tmp_path)
+    loaded, _ = load_run(tmp_path)
     assert loaded.cfg == cfg
     src, tgt = sources(), targets(8)
     with torch.inference_mode():

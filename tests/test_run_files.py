@@ -13,7 +13,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs import files as ckpt
+from seq2seq.training import checkpoint
 from tests.cli_helpers import run_cli
 from tests.conftest import caption_tokenizer, tiny_model, write_multi30k
 from tests.helpers import TRAIN, train_args
@@ -132,7 +133,7 @@ def test_every_run_file_gets_a_files_usual_mode(tmp_path):
         ckpt.save_config(tmp_path, ckpt.config_sections(model.cfg, TrainConfig(), tokenizer))
         ckpt.save_weights(model, tmp_path / ckpt.BEST)
         optimizer = torch.optim.AdamW(model.parameters())
-        ckpt.save_training_state(tmp_path / ckpt.LAST, model, optimizer, {"step": 0})
+        checkpoint.save_training_state(tmp_path / ckpt.LAST, model, optimizer, {"step": 0})
         if plots.available():
             row = {"step": 1, "train_loss": 1.0, "val_loss": 1.0, "val_bleu": 0.0, "val_chrf": 0.0}
             plots.learning_curves([row], tmp_path / ckpt.CURVES)

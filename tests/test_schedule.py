@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from seq2seq.decoding.search import DecodeOptions
+from seq2seq.runs.files import read_metrics
 from seq2seq.training import loop as loop_module
 from seq2seq.training import validation as validation_module
-from seq2seq.training.checkpoint import read_metrics
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.loop import Loop
 from seq2seq.training.schedule import budget_progress, dropout_at, lr_schedule

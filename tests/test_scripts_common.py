@@ -25,7 +25,7 @@ def test_importing_the_helpers_imports_no_torch():
 def test_ctranslate2_is_timed_in_its_own_process_with_the_engine_s_outputs(tmp_path):
     ctranslate2 = pytest.importorskip("ctranslate2")
     from seq2seq.export.ctranslate2 import export_ctranslate2
-    from seq2seq.training.checkpoint import load_run
+    from seq2seq.runs.load import load_run
 
     run = write_run(tmp_path / "run", lambda v: tiny_model(vocab_size=v))
     engine_dir = export_ctranslate2(run, tmp_path / "ct2")

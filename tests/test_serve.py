@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 from seq2seq.cli.io import one_line
 from seq2seq.decoding.attention import attention
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 from seq2seq.views.explorer import maps_json
 from tests.cli_helpers import run_cli
 from tests.conftest import caption_tokenizer

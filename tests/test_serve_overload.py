@@ -276,8 +276,8 @@ def test_an_answered_job_is_freed_without_the_cyclic_collector(run):
     import weakref
 
     from seq2seq.decoding.options import DecodeOptions
+    from seq2seq.runs.load import load_run
     from seq2seq.serve.batcher import Batcher, Job
-    from seq2seq.training.checkpoint import load_run
 
     batcher = Batcher(*load_run(run))
     batcher.start()

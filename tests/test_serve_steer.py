@@ -15,7 +15,7 @@ from seq2seq.decoding.forced import score_ids
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.search import source_ids, translate
 from seq2seq.decoding.trace import replay
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 from tests.conftest import caption_tokenizer
 from tests.serve_helpers import SENTENCES, make_app, write_runs
 

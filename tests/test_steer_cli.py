@@ -6,7 +6,7 @@ import json
 import pytest
 
 from seq2seq.decoding.trace import replay
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 
 LINES = ["a dog runs", "two men sit on a bench", "the cat"]
 

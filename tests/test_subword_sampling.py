@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 
 from seq2seq.data.batch import token_batches
 from seq2seq.data.sampling import KEPT, SampledPairs
-from seq2seq.training.checkpoint import LAST
+from seq2seq.runs.files import LAST
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.train import train
 from tests.conftest import EN, caption_tokenizer

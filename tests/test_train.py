@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from seq2seq.models.rnn import RNNConfig
+from seq2seq.runs.files import BEST, CURVES, LAST, read_metadata, read_metrics
 from seq2seq.training import loop as loop_module
 from seq2seq.training import validation as validation_module
-from seq2seq.training.checkpoint import BEST, CURVES, LAST, read_metadata, read_metrics
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.loop import Loop
 from seq2seq.training.train import adamw, train

@@ -33,7 +33,7 @@ from scripts import common
 from seq2seq.models.feed_forward import outer_linears
 from seq2seq.models.packed import PackedLinear, pack
 from seq2seq.models.quantize import quantize
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 
 SOURCE, CACHE, POSITION = 16, 40, 20  # source pieces, cache positions, the position decoded
 

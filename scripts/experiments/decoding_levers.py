@@ -41,7 +41,8 @@ from seq2seq.data.special import BOS_ID
 from seq2seq.decoding.forced import score_pairs
 from seq2seq.decoding.penalty import penalty
 from seq2seq.decoding.search import DecodeOptions, Hypothesis, search_in_batches, source_ids, translate
-from seq2seq.training.checkpoint import load_config, load_run
+from seq2seq.runs.files import load_config
+from seq2seq.runs.load import load_run
 
 BETAS = (0.1, 0.2, 0.4, 1.0)  # coverage penalty weights (GNMT used 0.2)
 ALPHA = 1.0  # the length penalty search ranks the n-best with, undone and reapplied by the channel

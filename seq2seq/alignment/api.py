@@ -40,17 +40,6 @@ class Alignment:
     def pharaoh(self) -> str:
         return Links.of(self.links).pharaoh()
 
-    def _repr_html_(self) -> str:
-        """In a notebook: the offline explorer of this pair with its links, inline."""
-        from seq2seq.alignment import pictures
-        from seq2seq.views.explorer import notebook
-
-        if self.maps is None:
-            return "<p>(a blank line: nothing to align)</p>"
-        return notebook(
-            pictures.page([pictures.sentence(self)], f"{self.method}: {self.pharaoh() or 'no links'}")
-        )
-
 
 def align(
     model: Seq2SeqModel,

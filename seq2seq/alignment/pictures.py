@@ -52,3 +52,12 @@ def sentence(a: Alignment, line: int | None = None, gold: Links | None = None, a
 
 def page(sentences: list[str], about: str = "") -> str:
     return explorer.page(sentences, about)
+
+
+def notebook_html(alignment: Alignment) -> str:
+    """In a notebook: the offline explorer of this pair with its links, inline (`seq2seq/__init__.py`
+    registers it as an Alignment's HTML with IPython)."""
+    if alignment.maps is None:
+        return "<p>(a blank line: nothing to align)</p>"
+    described = f"{alignment.method}: {alignment.pharaoh() or 'no links'}"
+    return explorer.notebook(page([sentence(alignment)], described))

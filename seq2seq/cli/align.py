@@ -9,8 +9,9 @@ import typer
 
 from seq2seq.cli.io import read_lines
 from seq2seq.cli.links import check_gold, pharaoh, print_scores, read_gold
-from seq2seq.cli.options import BATCH_SIZE, BEAM, DATA_DIR, DEVICE, RUN, run_dir
+from seq2seq.cli.options import DATA_DIR, DEVICE, RUN, decode_parameters, decoding, run_dir, with_parameters
 from seq2seq.cli.outputs import Outputs, write_file, write_lines
+from seq2seq.decoding.options import ONE_BEST
 from seq2seq.errors import Seq2SeqError
 
 METHOD_HELP = (
@@ -84,14 +85,14 @@ def align(
         help="The source lines hold inline HTML tags: write each target with them placed around the "
         "words aligned to the words they enclose (as translate --format html does), not the links.",
     ),
-    beam: int = BEAM,
-    batch_size: int = BATCH_SIZE,
     device: str = DEVICE,
+    **decode,
 ):
     """Word alignments, one Pharaoh line (i-j: source word i, target word j, from 0) per pair."""
     from seq2seq.alignment.methods import Method
 
     run = run_dir(run)
+    options = decoding(decode)
     outputs = Outputs(source, target, gold, run=run, reads=(reverse_run,))
     for flag, path in (
         ("--output", output),
@@ -150,7 +151,7 @@ def align(
         from seq2seq.alignment.api import align as align_pairs
         from seq2seq.alignment.api import head_name, head_scores, symmetrized
 
-        model, tokenizer, options = _load(run, device, beam, batch_size)
+        model, tokenizer, options = _load(run, device, options)
         given = method is not None or layer is not None or head is not None
         chosen = chosen if given else _trained_head(run, model, steps) or chosen
         if all_heads:
@@ -193,19 +194,19 @@ def align(
         print_scores({described: score(links, gold_links)}, as_json)
 
 
-def _load(run, device, beam: int, batch_size: int):
-    """The run's model and tokenizer, and the decode options of a source-only alignment."""
-    from seq2seq.decoding.options import DecodeOptions
-    from seq2seq.training.checkpoint import load_run
+with_parameters(align, decode_parameters(ONE_BEST))  # a translation of its own aligned, when no --target
 
-    options = DecodeOptions(beam=beam, batch_size=batch_size)
-    options.check()
+
+def _load(run, device, options):
+    """The run's model and tokenizer, and the decode options (of a source-only alignment)."""
+    from seq2seq.runs.load import load_run
+
     return *load_run(run, device), options
 
 
 def _check_turned_round(run: Path, reverse_run: Path) -> None:
     """Before any model loads: the reverse run must translate the run's languages the other way."""
-    from seq2seq.training.resume import stored_languages
+    from seq2seq.runs.recipe import stored_languages
 
     (_, src, tgt), (_, back_src, back_tgt) = stored_languages(run), stored_languages(reverse_run)
     if (back_src, back_tgt) != (tgt, src):
@@ -216,7 +217,7 @@ def _reverse(found, reverse_run: Path, chosen, given: bool, options, device):
     """The pairs of the forward alignments `found` turned round (the forward run's translations when
     no target was given), aligned by the reverse run."""
     from seq2seq.alignment.api import align as align_pairs
-    from seq2seq.training.checkpoint import load_run
+    from seq2seq.runs.load import load_run
 
     model, tokenizer = load_run(reverse_run, device)
     method = (
@@ -235,9 +236,10 @@ def _trained_head(run: Path, model, steps: int, who: str = ""):
     without), as Marian's and fairseq's aligners read theirs, said on stderr (after `who`)."""
     from seq2seq.alignment.methods import Method
     from seq2seq.cli.display import err
-    from seq2seq.training.guided import run_trained_head
+    from seq2seq.decoding.attention import cross_layers
+    from seq2seq.runs.recipe import run_trained_head
 
-    trained = run_trained_head(run, model)
+    trained = run_trained_head(run, cross_layers(model))
     if trained is None:
         return None
     name, layer, head = trained
@@ -270,7 +272,7 @@ def _draw(model, found, gold_links, chosen, png: Path | None, html: Path | None)
 
 def _eflomal(run: Path, data_dir, sources: list[str], targets: list[str]) -> list[set]:
     from seq2seq.alignment.baseline import eflomal_with_corpus
-    from seq2seq.training.resume import stored_languages
+    from seq2seq.runs.recipe import stored_languages
 
     links, _ = eflomal_with_corpus(sources, targets, *stored_languages(run), data_dir)
     return [pair.sure for pair in links]

@@ -10,19 +10,20 @@ from seq2seq.cli import display
 from seq2seq.cli.io import one_line, read_lines
 from seq2seq.cli.options import (
     BATCH_SIZE,
-    BEAM,
-    BF16,
     DATA_DIR,
     DEVICE,
-    GREEDY,
     LENGTH_PENALTY,
     QUANTIZE,
     RUN,
     check_precision,
+    decode_parameters,
+    decoding,
     one_of,
     run_dir,
+    with_parameters,
 )
 from seq2seq.cli.outputs import Outputs, write_lines
+from seq2seq.decoding.options import ONE_BEST
 from seq2seq.errors import Seq2SeqError
 
 
@@ -32,14 +33,9 @@ def evaluate(
     split: str = typer.Option("test_2016_flickr", help="Corpus split to translate and score."),
     source: Path | None = typer.Option(None, "--source", help="Source file (with --reference)."),
     reference: Path | None = typer.Option(None, "--reference", help="Reference file."),
-    beam: int = BEAM,
-    greedy: bool = GREEDY,
-    length_penalty: float = LENGTH_PENALTY,
-    batch_size: int = BATCH_SIZE,
     output: Path | None = typer.Option(None, "--output", help="Write the hypotheses here."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     device: str = DEVICE,
-    bf16: bool = BF16,
     quantize: str | None = QUANTIZE,
     baseline: Path | None = typer.Option(
         None, "--baseline", help="Another system's translations of the same test set, to test against."
@@ -49,23 +45,20 @@ def evaluate(
     ),
     paired: str = typer.Option("bs", "--paired", help="bs: paired bootstrap; ar: approximate randomization."),
     resamples: int = typer.Option(0, "--resamples", min=0, help="[default: 1000 for bs, 10000 for ar]"),
+    **given,
 ):
     """Translate a test set and print BLEU and chrF with their sacreBLEU signatures; with a baseline,
     both systems' scores with 95% confidence intervals and the p-value of their difference."""
     from seq2seq.data.corpus import load_pairs
-    from seq2seq.decoding.search import DecodeOptions
     from seq2seq.evaluate import TESTS, compare
     from seq2seq.evaluate import evaluate as evaluate_pairs
-    from seq2seq.training.checkpoint import load_run
-    from seq2seq.training.resume import stored_languages
+    from seq2seq.runs.load import load_run
+    from seq2seq.runs.recipe import stored_languages
 
     run = run_dir(run)
 
-    options = DecodeOptions(
-        beam=1 if greedy else beam, length_penalty=length_penalty, batch_size=batch_size, bf16=bf16
-    )
-    options.check()
-    check_precision(quantize, bf16)
+    options = decoding(given)
+    check_precision(quantize, options.bf16)
     if baseline is not None and baseline_run is not None:
         raise typer.BadParameter("give --baseline or --baseline-run, not both", param_hint="--baseline")
     one_of(paired, TESTS, "--paired")
@@ -112,6 +105,9 @@ def evaluate(
         display.scores(report)
 
 
+with_parameters(evaluate, decode_parameters(ONE_BEST))  # one hypothesis a line is scored
+
+
 def paired_report(comparison, baseline: str) -> dict:
     """The paired test as JSON: for each metric, both systems' estimates and the p-value."""
     from dataclasses import asdict
@@ -143,7 +139,7 @@ def score(
     """The model's log-probability of given translations: a line `score total mean pieces` per pair
     (score = total / length penalty, the number `translate --nbest` prints for the same output)."""
     from seq2seq.decoding.forced import score_pairs
-    from seq2seq.training.checkpoint import load_run
+    from seq2seq.runs.load import load_run
 
     run = run_dir(run)
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.decoding.options import DecodeOptions
+from seq2seq.decoding.options import GREEDY_HELP, OPTIONS, DecodeOptions, chosen
+from seq2seq.fields import option_names
+from seq2seq.models.configs import CONFIGS
 from seq2seq.training.config import TrainConfig
 
 DATA_DIR = typer.Option(
@@ -68,6 +70,25 @@ def field_parameters(cls, names=None) -> list[inspect.Parameter]:
     ]
 
 
+def shape_parameters() -> list[inspect.Parameter]:
+    """A keyword parameter for each shape option of every architecture (its config's fields with
+    help, `models/configs.py`), once per name (--d-model is every architecture's); unset: the
+    preset's, so each is None until given."""
+    parameters = {}
+    for config in CONFIGS.values():
+        hints = typing.get_type_hints(config)
+        for name, field_name in option_names(config).items():
+            f = next(f for f in dataclasses.fields(config) if f.name == field_name)
+            hint = hints[field_name] | None
+            parameters.setdefault(
+                name,
+                inspect.Parameter(
+                    name, inspect.Parameter.KEYWORD_ONLY, default=field_option(f, hint), annotation=hint
+                ),
+            )
+    return list(parameters.values())
+
+
 def with_parameters(command, parameters: list[inspect.Parameter]):
     """`command` with `parameters` in place of its `**options`: what Typer reads its options from."""
     own = [
@@ -84,23 +105,30 @@ def decode_option(name: str, cls=DecodeOptions) -> typer.Option:
     return field_option(f, typing.get_type_hints(cls)[name], bounds=False)
 
 
-BEAM, NBEST, LENGTH_PENALTY, MIN_LEN, MAX_LEN, CACHE, BATCH_SIZE, BF16 = map(
-    decode_option,
-    ("beam", "nbest", "length_penalty", "min_len", "max_len", "use_cache", "batch_size", "bf16"),
-)
-GREEDY = typer.Option(False, "--greedy", help="Greedy search (same as --beam 1).")
+LENGTH_PENALTY, BATCH_SIZE = map(decode_option, ("length_penalty", "batch_size"))
 
 
-def decode_parameters(names: tuple[str, ...]) -> list[inspect.Parameter]:
-    """A keyword parameter for each DecodeOptions field of `names` (`decode_option`): the options a
-    command takes as `**options` and passes into DecodeOptions whole."""
+def decode_parameters(names: tuple[str, ...] = OPTIONS) -> list[inspect.Parameter]:
+    """--greedy and a keyword parameter for each DecodeOptions field of `names` (`decode_option`):
+    the options a command takes as `**given` and turns into DecodeOptions with `decoding`."""
     hints = typing.get_type_hints(DecodeOptions)
-    return [
+    greedy = typer.Option(False, "--greedy", help=GREEDY_HELP)
+    return [inspect.Parameter("greedy", inspect.Parameter.KEYWORD_ONLY, default=greedy, annotation=bool)] + [
         inspect.Parameter(
-            name, inspect.Parameter.KEYWORD_ONLY, default=decode_option(name), annotation=hints[name]
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=decode_option(name),
+            annotation=hints[name] | None if name == "beam" else hints[name],
         )
         for name in names
     ]
+
+
+def decoding(given: dict) -> DecodeOptions:
+    """The DecodeOptions of a command's `decode_parameters`, taken out of `given` (its other
+    options stay), checked, with the one beam rule (`options.chosen`)."""
+    values = {name: given.pop(name) for name in OPTIONS if name in given}
+    return chosen(values, given.pop("greedy", False))
 
 
 DEVICE = decode_option("device", TrainConfig)  # the device a run trains on is the one it decodes on

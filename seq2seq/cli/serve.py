@@ -6,7 +6,8 @@ from pathlib import Path
 import typer
 
 from seq2seq.cli import display
-from seq2seq.cli.options import BEAM, DEVICE, RUN, run_dir
+from seq2seq.cli.options import DEVICE, RUN, run_dir
+from seq2seq.decoding.options import DecodeOptions
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve.limits import MAX_QUEUE, REQUEST_TIMEOUT
 
@@ -15,7 +16,9 @@ def serve(
     run: Path | None = RUN,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every network)."),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port (0: any free one, printed)."),
-    beam: int = typer.Option(BEAM.default, "--beam", min=1, help="Beam size when a request gives none."),
+    beam: int = typer.Option(
+        DecodeOptions.beam, "--beam", min=1, help="Beam size when a request gives none."
+    ),
     max_batch: int = typer.Option(64, "--max-batch", min=1, help="Sentences decoded together at most."),
     max_wait_ms: float = typer.Option(
         5.0,
@@ -66,11 +69,11 @@ def serve(
         )
     import torch
 
+    from seq2seq.runs.load import load_run
     from seq2seq.serve.app import create_app
     from seq2seq.serve.info import run_info
     from seq2seq.serve.server import listen
     from seq2seq.serve.server import serve as run_server
-    from seq2seq.training.checkpoint import load_run
 
     # One core is left to the HTTP side (parsing, JSON, the event loop): on 2 cores with 32 clients
     # the model on 1 thread serves 147 sentences/s, on 2 threads 121 (scripts/bench_serve.py).

@@ -6,7 +6,16 @@ from pathlib import Path
 import typer
 
 from seq2seq.cli import display
-from seq2seq.cli.options import DATA_DIR, RUN, field_parameters, finite, one_of, run_dir, with_parameters
+from seq2seq.cli.options import (
+    DATA_DIR,
+    RUN,
+    field_parameters,
+    finite,
+    one_of,
+    run_dir,
+    shape_parameters,
+    with_parameters,
+)
 from seq2seq.errors import Seq2SeqError
 from seq2seq.training.config import TrainConfig
 
@@ -18,8 +27,8 @@ def tokenize(
     **recipe,
 ):
     """Train the joint SentencePiece model of a run, or show how it splits TEXT."""
-    from seq2seq.data.tokenizer import open_tokenizer
-    from seq2seq.training.checkpoint import BEST, LAST, TOKENIZER
+    from seq2seq.data.opener import open_tokenizer
+    from seq2seq.runs.files import BEST, LAST, TOKENIZER
 
     corpus, src, tgt, vocab_size, sentences, seed, stream = (recipe[name] for name in TOKENIZE)
     try:  # what the recipe refuses of these (TrainConfig.__post_init__)
@@ -77,28 +86,6 @@ def train(
     run: Path | None = RUN,
     preset: str = typer.Option("small", help="Model shape: tiny, small or base (transformer)."),
     arch: str = typer.Option("transformer", "--arch", help="transformer or rnn."),
-    # the model options, read through ctx.params by the names the architectures' OPTIONS give them
-    attention: str | None = typer.Option(None, help="rnn: bahdanau (additive; default) or luong."),
-    score: str | None = typer.Option(None, help="rnn with luong attention: general (default) or dot."),
-    cell: str | None = typer.Option(None, help="rnn: gru (default) or lstm."),
-    d_model: int | None = typer.Option(None, min=2, help="Width, instead of the preset's."),
-    layers: int | None = typer.Option(None, min=1, help="rnn: recurrent layers, encoder and decoder."),
-    encoder_layers: int | None = typer.Option(None, min=1, help="transformer: encoder layers."),
-    decoder_layers: int | None = typer.Option(None, min=1, help="transformer: decoder layers."),
-    heads: int | None = typer.Option(None, min=1, help="transformer: attention heads."),
-    ff: int | None = typer.Option(None, min=1, help="transformer: feed-forward width."),
-    norm_first: bool | None = typer.Option(
-        None,
-        "--norm-first/--no-norm-first",
-        help="transformer: LayerNorm before each sublayer (pre-LN, the presets') or, with "
-        "--no-norm-first, after the residual add (post-LN, the 2017 paper's).",
-    ),
-    ffn: str | None = typer.Option(
-        None,
-        help="transformer: feed-forward block, swiglu (gated: the small preset's, 680 wide) or relu "
-        "(the tiny and base presets'; at equal parameters relu is 3/2 as wide: --ffn relu --ff 1024 is "
-        "the small preset with a ReLU block), or silu (ReLU's block through SiLU: OPUS-MT's).",
-    ),
     dropout: float = typer.Option(0.1, min=0.0, max=0.9, callback=finite, help="Dropout."),
     **recipe,
 ):
@@ -108,7 +95,7 @@ def train(
     from seq2seq.training.resume import check_typed_options
     from seq2seq.training.train import train as train_run
 
-    options = {name: ctx.params[name] for name in ARCHITECTURE_OPTIONS}  # those the registry names
+    options = {name: recipe.pop(name) for name in ARCHITECTURE_OPTIONS}  # the shape options
     model_config = architecture_config(arch, preset, dropout, options)
     if recipe["epochs"] is None and recipe["max_minutes"] is None:
         recipe["epochs"] = TrainConfig.epochs  # a time budget alone has no epoch limit
@@ -141,7 +128,8 @@ def train(
     display.training_done(run, final)
 
 
-with_parameters(train, field_parameters(TrainConfig))
+# the recipe's options (TrainConfig's fields), then the model's shape (the architectures' configs')
+with_parameters(train, field_parameters(TrainConfig) + shape_parameters())
 
 
 def architecture_config(arch: str, preset: str, dropout: float, options: dict[str, object]):

@@ -11,27 +11,18 @@ from seq2seq.cli import display
 from seq2seq.cli.document import check_alone, read_document, translate_file
 from seq2seq.cli.io import arguments, count_lines, line_groups, one_line, stdin_is_terminal
 from seq2seq.cli.options import (
-    BATCH_SIZE,
-    BEAM,
-    BF16,
-    CACHE,
     DEVICE,
-    GREEDY,
-    LENGTH_PENALTY,
-    MAX_LEN,
-    MIN_LEN,
-    NBEST,
     QUANTIZE,
     RUN,
     check_precision,
     decode_parameters,
+    decoding,
     run_dir,
     with_parameters,
 )
 from seq2seq.cli.outputs import LineWriter, Outputs
 from seq2seq.cli.steer import Steer, Terms, TraceFile, check_count, prefix_lines, whole
 from seq2seq.cli.views import PAGE_MB, Views
-from seq2seq.decoding.options import SAMPLING
 from seq2seq.documents.formats import format_of
 
 GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
@@ -39,23 +30,13 @@ PAGE_ALTERNATIVES = 5  # an --attention-html page lists this many alternatives a
 
 
 def translate(
-    ctx: typer.Context,
     text: list[str] | None = typer.Argument(
         None, metavar="TEXT...", help="Sentences; none: read --input or stdin."
     ),
     run: Path | None = RUN,
-    beam: int = BEAM,
-    greedy: bool = GREEDY,
-    nbest: int = NBEST,
-    length_penalty: float = LENGTH_PENALTY,
-    min_len: int = MIN_LEN,
-    max_len: int | None = MAX_LEN,
-    batch_size: int = BATCH_SIZE,
     input: Path | None = typer.Option(None, "--input", help="File with one sentence a line."),
     output: Path | None = typer.Option(None, "--output", help="Write translations here."),
-    use_cache: bool = CACHE,
     device: str = DEVICE,
-    bf16: bool = BF16,
     quantize: str | None = QUANTIZE,
     show_attention: bool = typer.Option(
         False, "--show-attention", help="Show each translation's cross-attention (on stderr)."
@@ -104,12 +85,12 @@ def translate(
         help="lines (a line in, a line out), text (paragraphs), markdown, html or srt: the input read "
         "and written whole as a document [default: by --input's suffix, else lines].",
     ),
-    **sampling,
+    **given,
 ):
     """Translate sentences: exactly one output line per input line, in order. From a terminal with
     no TEXT or --input: a prompt, a translation per line entered (an empty line or Ctrl-D ends)."""
-    from seq2seq.decoding.search import DecodeOptions, length_notices, output_room
-    from seq2seq.training.checkpoint import load_run
+    from seq2seq.decoding.search import length_notices, output_room
+    from seq2seq.runs.load import load_run
 
     run = run_dir(run)
     outputs = Outputs(
@@ -130,28 +111,15 @@ def translate(
         from seq2seq.views import plots
 
         plots.require()
+    options = decoding(given)
+    check_precision(quantize, options.bf16)
     document = format_of(input, format)
     if document != "lines":
-        check_alone({"TEXT": text, "--nbest": nbest > 1, "--num-samples": sampling["num_samples"] > 1,
+        check_alone({"TEXT": text, "--nbest": options.nbest > 1, "--num-samples": options.num_samples > 1,
                      "--show-attention": show_attention, "--attention-png": attention_png,
                      "--attention-html": attention_html, "--beam-trace": beam_trace, "--prefix": prefix,
                      "--prefix-file": prefix_file, "--constraint": constraint, "--avoid": avoid,
                      "--constraints-file": constraints_file, "--glossary": glossary})  # fmt: skip
-    if sampling["sample"] and ctx.get_parameter_source("beam").name != "COMMANDLINE":
-        beam = 1  # the default beam is search's; sampling draws one row at a time
-    options = DecodeOptions(
-        beam=1 if greedy else beam,
-        **sampling,
-        nbest=nbest,
-        length_penalty=length_penalty,
-        min_len=min_len,
-        max_len=max_len,
-        use_cache=use_cache,
-        batch_size=batch_size,
-        bf16=bf16,
-    )
-    options.check()
-    check_precision(quantize, bf16)
     if beam_trace is not None and options.sample:
         raise typer.BadParameter("records beam search; --sample has no beam", param_hint="--beam-trace")
     if document != "lines":
@@ -162,12 +130,8 @@ def translate(
     texts = arguments(text) if text else None
     prefixes = prefix_lines(prefix, prefix_file)
     terms = Terms(constraint, avoid, constraints_file, glossary, ignore_case)
-    if terms.given and (options.sample or options.beam < 2):
-        raise typer.BadParameter(
-            "constraints need beam search (--beam 2 or more): greedy search and sampling have no "
-            "beam to make room for them",
-            param_hint="--constraint" if constraint else "--avoid" if avoid else "--constraints-file",
-        )
+    if terms.given:
+        options.check_terms()
     if prefixes is not None or terms.per_line is not None:  # read the input whole: the files must
         texts = texts or whole(input)  # pair up with it before anything is written
     if prefixes is not None:
@@ -185,7 +149,7 @@ def translate(
         if live:
             groups = prompted_lines()
         else:
-            groups = iter([texts]) if texts else line_groups(input, GROUP_BATCHES * batch_size)
+            groups = iter([texts]) if texts else line_groups(input, GROUP_BATCHES * options.batch_size)
         done = 0  # input lines translated so far
         with display.line_progress(progress, total) as advance:
             try:
@@ -201,7 +165,7 @@ def translate(
         steer.trace.finish()
 
 
-with_parameters(translate, decode_parameters(SAMPLING))
+with_parameters(translate, decode_parameters())
 
 
 def translate_group(model, tokenizer, lines, first, writer, options, views, steer) -> None:

@@ -28,8 +28,9 @@ import numpy as np
 
 from seq2seq.atomic import write_with
 from seq2seq.data.batch import batching_lengths
+from seq2seq.data.opener import open_tokenizer
 from seq2seq.data.tokenized import TokenizedPairs, load
-from seq2seq.data.tokenizer import Tokenizer, open_tokenizer
+from seq2seq.data.tokenizer import Tokenizer
 
 CHUNK = 50_000  # sources sampled per call: a million-pair corpus never holds its texts at once
 KEPT = "sampled.npz"  # in the run directory: the current epoch's draw

@@ -196,7 +196,7 @@ class Encoder:
 
     def __call__(self, batch: dict) -> dict:
         if self._tokenizer is None:
-            from seq2seq.data.tokenizer import open_tokenizer
+            from seq2seq.data.opener import open_tokenizer
 
             self._tokenizer = open_tokenizer(self.tokenizer_path)
         src = self._tokenizer.encode(batch["src"], "source")

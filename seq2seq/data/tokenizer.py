@@ -77,17 +77,6 @@ class Tokenizer:
         return [self.sp.IdToPiece(i) for i in ids]
 
 
-def open_tokenizer(path: str | Path) -> Tokenizer:
-    """A run's tokenizer: the joint SentencePiece model, or an imported model's archive of two."""
-    path = Path(path)
-    if path.is_file():
-        from seq2seq.data.pair_tokenizer import PairTokenizer, is_archive
-
-        if is_archive(path):
-            return PairTokenizer(path)
-    return Tokenizer(path)
-
-
 def is_blank(text: str) -> bool:
     """Whether a line holds nothing to translate: only whitespace, invisible format characters
     (zero-width spaces and joiners, a byte-order mark, soft hyphens: Unicode's category Cf) and

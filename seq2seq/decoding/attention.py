@@ -68,12 +68,6 @@ class AttentionMaps:
         _, rows, cols = KINDS[kind]
         return getattr(self, rows), getattr(self, cols)
 
-    def _repr_html_(self) -> str:
-        """In a notebook: the offline explorer of these maps, inline (no network)."""
-        from seq2seq.views.explorer import notebook, page, sentence_json  # a display, never at import
-
-        return notebook(page([sentence_json(self)], self.source_text))
-
 
 def check_choice(
     maps: AttentionMaps, layer: int | None, head: int | None, kinds: tuple[str, ...] | None = None

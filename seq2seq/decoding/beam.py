@@ -14,7 +14,7 @@ from seq2seq.decoding.constraints import Banks
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.penalty import penalty
 from seq2seq.decoding.prefix import Prefix, prefill
-from seq2seq.decoding.rules import Hypothesis, compaction_due, constrain
+from seq2seq.decoding.rules import Hypothesis, compaction_due, step_rules
 from seq2seq.decoding.trace import BeamTrace
 from seq2seq.models.protocol import Seq2SeqModel
 
@@ -40,7 +40,7 @@ def beam_search(
     With `banks`, the beam is filled bank by bank and every output meets its constraints
     (constraints.py); a hypothesis stopped at its length limit with a phrase unmet ranks last.
     """
-    B, K, min_len, alpha = src.size(0), options.beam, options.min_len, options.length_penalty
+    B, K, alpha = src.size(0), options.beam, options.length_penalty
     memory, src_mask = model.encode(src)
     cache = model.init_cache(memory, src_mask, int(max_lens.max()) + 1, options.use_cache)
     device = src.device
@@ -62,9 +62,7 @@ def beam_search(
         n, k = scores.shape
         logprobs = model.decode_step(tokens, cache).float().log_softmax(-1)  # (n*k, V)
         rows = sent.repeat_interleave(k)
-        constrain(logprobs, t, min_len, max_lens[rows])
-        if prefix is not None:
-            prefix.force(logprobs, t, rows)
+        step_rules(logprobs, t, rows, history.reshape(n * k, t), max_lens, options, prefix)
         if banks is not None:
             banks.mask(logprobs, history, (t >= max_lens[rows]).tolist())
         top_scores, parent, token = best_continuations(scores, logprobs, 2 * K)  # (n, 2K) each

@@ -13,7 +13,7 @@ from seq2seq.data.special import BOS_ID, EOS_ID
 from seq2seq.decoding.options import GREEDY, DecodeOptions
 from seq2seq.decoding.penalty import penalty
 from seq2seq.decoding.prefix import Prefix, prefill
-from seq2seq.decoding.rules import Hypothesis, compaction_due, constrain
+from seq2seq.decoding.rules import Hypothesis, compaction_due, step_rules
 from seq2seq.decoding.sampling import Sampler
 from seq2seq.models.protocol import Seq2SeqModel
 
@@ -28,10 +28,10 @@ def greedy(
     sampler: Sampler | None = None,
 ) -> list[Hypothesis]:
     """The most likely next token at every step, or with `sampler` a drawn one. src (B, S) ids;
-    max_lens (B,) output limits; of `options`, min_len, length_penalty, use_cache (and with a
-    sampler num_samples); `prefix`, pieces each output starts with. One hypothesis per row: B, or
+    max_lens (B,) output limits; of `options`, the step rules', length_penalty, use_cache (and
+    with a sampler num_samples); `prefix`, pieces each output starts with. One hypothesis per row: B, or
     with a sampler B x N, sentence by sentence."""
-    B, min_len, alpha = src.size(0), options.min_len, options.length_penalty
+    B, alpha = src.size(0), options.length_penalty
     N = options.num_samples if sampler is not None else 1
     memory, src_mask = model.encode(src)
     cache = model.init_cache(memory, src_mask, int(max_lens.max()) + 1, options.use_cache)
@@ -49,10 +49,7 @@ def greedy(
     results: list[Hypothesis | None] = [None] * len(row)
     for t in range(start, int(max_lens.max()) + 1):
         logprobs = model.decode_step(tokens, cache).float().log_softmax(-1)  # (n, V)
-        sentence = row // N
-        constrain(logprobs, t, min_len, max_lens[sentence])
-        if prefix is not None:
-            prefix.force(logprobs, t, sentence)
+        step_rules(logprobs, t, row // N, history, max_lens, options, prefix)
         if sampler is None:
             best, tokens = logprobs.max(-1)
         else:

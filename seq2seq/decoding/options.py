@@ -2,7 +2,7 @@
 the command line can build its options from it without loading the model's libraries)."""
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from seq2seq.decoding.penalty import MAX_LENGTH_PENALTY, check_length_penalty
 from seq2seq.errors import Seq2SeqError
@@ -15,13 +15,26 @@ FLOAT32_TINY = 1.1754943508222875e-38  # the smallest normal float32
 FLOAT32_MAX = 3.4028234663852886e38
 
 
+def _field(name: str):
+    return next(f for f in fields(DecodeOptions) if f.name == name)
+
+
 @dataclass
 class DecodeOptions:
-    """How to decode: the one declaration of each option's default and help, which `translate`,
-    `evaluate`, the server's requests and the library share, and which travels whole into
-    `greedy` and `beam_search`. Change one with `dataclasses.replace(options, beam=1)`."""
+    """How to decode: the one declaration of each option (default, help, range, flag, and whether
+    the server's requests take it: `served`), from which the commands that decode (translate,
+    evaluate, align) build their options and the server its request fields; the library takes it
+    as it is, and it travels whole into `greedy` and `beam_search`. A field with help is an
+    option; `check` and `check_for` word every refusal, for the command line and HTTP alike.
+    Change one with `dataclasses.replace(options, beam=1)`."""
 
-    beam: int = option(5, "Beam size (1: greedy search).", 1, None)
+    beam: int = option(
+        5,
+        "Beam size (1: greedy search) [default: 5; 1 with --sample, or the server's --beam].",
+        1,
+        None,
+        unset=None,
+    )
     nbest: int = option(
         1,
         "The K best hypotheses per line, best first (at most the beam), as `index ||| text ||| score`.",
@@ -36,9 +49,12 @@ class DecodeOptions:
     max_len_a: float = 1.5
     max_len_b: int = 10
     use_cache: bool = option(
-        True, "Keep each step's keys and values, or recompute the prefix.", flag="--cache/--no-cache"
+        True,
+        "Keep each step's keys and values, or recompute the prefix.",
+        flag="--cache/--no-cache",
+        served=False,
     )
-    batch_size: int = option(64, "Sentences decoded together.", 1, None)
+    batch_size: int = option(64, "Sentences decoded together.", 1, None, served=False)
     sample: bool = option(
         False,
         "Draw each next piece from the model's distribution instead of searching (greedy rows, no beam).",
@@ -54,9 +70,16 @@ class DecodeOptions:
     seed: int | None = option(
         None, "Sampling: the seed; the same seed gives the same samples, batched or alone.", 0, None
     )
+    # CTranslate2's no_repeat_ngram_size: every search, all rows; a prefix is forced as it is
+    no_repeat_ngram: int = option(
+        0, "No hypothesis repeats an n-gram of N pieces (0: any may; at most the longest output).", 0, None
+    )
     # the rule training uses
     bf16: bool = option(
-        False, "bf16 autocast where it runs faster than fp32 (CUDA; a CPU is measured).", flag="--bf16"
+        False,
+        "bf16 autocast where it runs faster than fp32 (CUDA; a CPU is measured).",
+        flag="--bf16",
+        served=False,
     )
 
     def check(self) -> None:
@@ -71,6 +94,8 @@ class DecodeOptions:
             raise Seq2SeqError(f"min-len {self.min_len} is above max-len {self.max_len}")
         if self.batch_size < 1:
             raise Seq2SeqError(f"batch size must be at least 1, got {self.batch_size}")
+        if self.no_repeat_ngram < 0:
+            raise Seq2SeqError(f"no-repeat-ngram must be at least 0, got {self.no_repeat_ngram}")
         check_length_penalty(self.length_penalty)
         self.check_sampling()
 
@@ -99,7 +124,43 @@ class DecodeOptions:
         if self.nbest > 1:
             raise Seq2SeqError("--sample gives --num-samples hypotheses a line, not --nbest")
 
+    def check_for(self, vocab_size: int, longest: int) -> None:
+        """`check`, and what only the model can say: a beam within its vocabulary of `vocab_size`
+        pieces, an n-gram within its `longest` output."""
+        self.check()
+        if self.beam > vocab_size:  # more beams than pieces to extend them with
+            raise Seq2SeqError(f"beam size {self.beam} is above the vocabulary's {vocab_size} pieces")
+        if self.no_repeat_ngram > longest:
+            raise Seq2SeqError(
+                f"no-repeat-ngram must be at most the model's longest output ({longest} pieces), "
+                f"got {self.no_repeat_ngram}"
+            )
+
+    def check_terms(self) -> None:
+        """Constraints make room in the beam: refuse them a search without one."""
+        if self.sample or self.beam < 2:
+            raise Seq2SeqError(
+                "constraints need beam search (a beam of 2 or more): greedy search and sampling have "
+                "no beam to make room for them"
+            )
+
 
 GREEDY = DecodeOptions(beam=1)
-# the sampling options: what `translate --sample ...` and the server's requests take together
-SAMPLING = ("sample", "temperature", "top_k", "top_p", "epsilon", "num_samples", "seed")
+GREEDY_HELP = "Greedy search (same as --beam 1)."
+OPTIONS = tuple(f.name for f in fields(DecodeOptions) if "help" in f.metadata)  # every decoding option
+ONE_BEST = tuple(n for n in OPTIONS if n not in ("nbest", "num_samples"))  # a line, one output
+SERVED = tuple(name for name in OPTIONS if _field(name).metadata.get("served", True))
+
+
+def chosen(values: dict, greedy: bool = False, default_beam: int = 5) -> DecodeOptions:
+    """The options asked for, checked: `values` of fields (a beam of None: not given), with the one
+    beam rule every caller shares: greedy is beam 1; otherwise the beam given, else one row when
+    sampling (it draws one piece at a time), else `default_beam` (the server's --beam)."""
+    beam = values.get("beam")
+    if greedy:
+        beam = 1
+    elif beam is None:
+        beam = 1 if values.get("sample") else default_beam
+    options = DecodeOptions(**(values | {"beam": beam}))
+    options.check()
+    return options

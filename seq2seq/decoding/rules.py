@@ -11,6 +11,7 @@ from torch import Tensor
 
 from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
 from seq2seq.decoding.options import DecodeOptions
+from seq2seq.decoding.prefix import Prefix
 from seq2seq.models.protocol import Seq2SeqModel
 
 
@@ -29,6 +30,42 @@ def compaction_due(alive: Tensor) -> bool:
     Until then they ride along (their rows are computed and ignored): dropping them costs a copy of
     both caches, and sentences finish at almost every step of a batch."""
     return bool((~alive).sum() >= COMPACTION_SHARE * len(alive))
+
+
+def step_rules(
+    logprobs: Tensor,
+    t: int,
+    sentences: Tensor,
+    history: Tensor,
+    max_lens: Tensor,
+    options: DecodeOptions,
+    prefix: Prefix | None = None,
+) -> None:
+    """In place, every rule of step `t` that a search shares, for logprobs (n, V) of rows whose
+    sentences (n,) and outputs so far, history (n, t), are given; max_lens (B,): `constrain`, no
+    repeated n-gram, and a prefix's forced pieces (which win: a user's prefix is kept as it is)."""
+    constrain(logprobs, t, options.min_len, max_lens[sentences])
+    if options.no_repeat_ngram:
+        free = None if prefix is None else t >= prefix.lens[sentences]
+        block_repeats(logprobs, history, options.no_repeat_ngram, free)
+    if prefix is not None:
+        prefix.force(logprobs, t, sentences)
+
+
+def block_repeats(logprobs: Tensor, history: Tensor, n: int, rows: Tensor | None = None) -> None:
+    """In place: no row (of `rows`, a (n,) mask; all where None) puts out the piece that would
+    repeat an n-gram of its history (n, t): every piece that followed an earlier occurrence of
+    its last n - 1 pieces is cut (n = 1: every piece it has put out)."""
+    t = history.size(1)
+    if t < n:
+        return
+    grams = history.unfold(1, n, 1)  # (n rows, t - n + 1, n): every n-gram so far
+    suffix = history[:, t - n + 1 :]  # (n rows, n - 1): the n-gram the next piece would end
+    seen = (grams[:, :, :-1] == suffix[:, None, :]).all(-1)  # (n rows, t - n + 1)
+    if rows is not None:
+        seen &= rows[:, None]
+    row, at = seen.nonzero().unbind(1)
+    logprobs[row, grams[row, at, -1]] = float("-inf")
 
 
 def constrain(logprobs: Tensor, t: int, min_len: int, max_lens: Tensor) -> None:

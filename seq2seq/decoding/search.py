@@ -72,18 +72,11 @@ def translate(
     `prefixes`: one per line, the text its translation starts with ("" for none). `trace`: keep
     each line's beam (beam search, also at beam 1), in `Translations.traces`. `constraints`: one
     per line, the terms its translation must hold and must not (beam search)."""
-    options.check()
-    if options.beam > model.cfg.vocab_size:  # more beams than pieces to extend them with
-        raise Seq2SeqError(
-            f"beam size {options.beam} is above the vocabulary's {model.cfg.vocab_size} pieces"
-        )
+    options.check_for(model.cfg.vocab_size, output_limit(model))
     if trace and options.sample:
         raise Seq2SeqError("a beam trace records beam search; sampling has no beam to record")
-    if constraints is not None and (options.sample or options.beam < 2):
-        raise Seq2SeqError(
-            "constraints need beam search (--beam 2 or more): greedy search and sampling have no "
-            "beam to make room for them"
-        )
+    if constraints is not None:
+        options.check_terms()
     forced = prefix_ids(tokenizer, prefixes, len(lines), output_limit(model))
     if options.max_len is not None and max(map(len, forced), default=0) > options.max_len:
         raise Seq2SeqError(f"a prefix is longer than max-len {options.max_len}: raise it, or shorten it")

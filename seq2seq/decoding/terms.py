@@ -9,6 +9,7 @@ turned into target pieces (`constraint_ids`) for the search (constraints.py).
 import json
 import re
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 import torch
 
@@ -62,9 +63,16 @@ def constraint_ids(
 
 def word_joins(tokenizer) -> torch.Tensor:
     """(V,) the pieces that carry on the word before them: no word start (▁), a letter or digit
-    first; the special pieces do not."""
-    pieces = tokenizer.id_pieces(list(range(tokenizer.vocab_size)))
-    return torch.tensor([p[:1].isalnum() and not p.startswith("<") for p in pieces])
+    first; the special pieces do not. Read once per tokenizer (a scan of its vocabulary), never
+    written to."""
+    joins = _JOINS.get(tokenizer)
+    if joins is None:
+        pieces = tokenizer.id_pieces(list(range(tokenizer.vocab_size)))
+        joins = _JOINS[tokenizer] = torch.tensor([p[:1].isalnum() and not p.startswith("<") for p in pieces])
+    return joins
+
+
+_JOINS: WeakKeyDictionary = WeakKeyDictionary()  # tokenizer -> its word_joins
 
 
 def _phrases(tokenizer, texts: tuple[str, ...], number: int) -> dict[str, Phrase]:

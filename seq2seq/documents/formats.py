@@ -7,11 +7,10 @@ spans, URLs, attributes, timings, blank lines.
 """
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from seq2seq.documents.markup import Run
+from seq2seq.documents.html import layout
+from seq2seq.documents.markup import Layout, Run
 from seq2seq.documents.sentences import INSTALL_HINT
 from seq2seq.errors import Seq2SeqError
 
@@ -19,12 +18,6 @@ FORMATS = ("lines", "text", "markdown", "html", "srt")
 # `.txt` is not here: a file of one sentence a line is the commonest input, and its contract (a
 # line in, a line out) must not change with a suffix; paragraphs are asked for with --format text
 SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html", ".srt": "srt"}
-
-
-@dataclass
-class Layout:
-    runs: list[Run]
-    render: Callable[[list[str]], str]  # the runs' translations -> the document
 
 
 def format_of(path: Path | None, given: str | None) -> str:
@@ -192,6 +185,4 @@ def _source_of(token) -> str:
 
 
 def _html(text: str) -> Layout:
-    from seq2seq.documents.html import layout
-
     return layout(text)

@@ -10,8 +10,7 @@ its translation would go cannot be said."""
 import html
 from html.parser import HTMLParser
 
-from seq2seq.documents.formats import Layout
-from seq2seq.documents.markup import Run
+from seq2seq.documents.markup import Layout, Run
 from seq2seq.errors import Seq2SeqError
 
 INLINE = {

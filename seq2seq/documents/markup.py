@@ -23,6 +23,14 @@ from dataclasses import dataclass, field
 
 
 @dataclass
+class Layout:
+    """A document read: its runs of text to translate, and how to write it back around them."""
+
+    runs: list["Run"]
+    render: Callable[[list[str]], str]  # the runs' translations -> the document
+
+
+@dataclass
 class Pair:
     """An opening (`open`) and a closing (`close`) markup around characters [start, end) of the
     plain text; an atom has `close` "" and start == end. `parent`: the pair it nests in."""

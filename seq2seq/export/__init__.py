@@ -4,5 +4,5 @@
 run it comes from. A new target is one module here and one `--to` choice in `cli/export.py`. The
 other way, `marian.py` imports a Hugging Face Marian checkpoint (OPUS-MT) as a run.
 
-May import: `seq2seq.training` (to load a run and its recipe), `seq2seq.models`, `seq2seq.data`,
+May import: `seq2seq.runs` (to open and write a run), `seq2seq.models`, `seq2seq.data`,
 `seq2seq.decoding` (decoding defaults), `seq2seq.evaluate` (the sacreBLEU signature)."""

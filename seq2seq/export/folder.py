@@ -4,7 +4,7 @@ the run itself, a Transformer (the engines have no class for our RNN)."""
 from pathlib import Path
 
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training.checkpoint import load_run
+from seq2seq.runs.load import load_run
 
 
 def check_output(run_dir: Path, output_dir: Path, force: bool, read: str = "the run") -> Path:

@@ -45,7 +45,7 @@ def export_huggingface(run_dir: Path, output_dir: Path, force: bool = False) -> 
     from seq2seq.data.pair_tokenizer import PairTokenizer
     from seq2seq.export.hf_tokenizer import hf_tokenizer, save_marian_tokenizer, save_tokenizer
     from seq2seq.export.model_card import model_card
-    from seq2seq.training.resume import stored_languages
+    from seq2seq.runs.recipe import stored_languages
 
     model, tokenizer, output_dir = transformer_run(run_dir, output_dir, force, "Hugging Face")
     hf = hf_model(model)

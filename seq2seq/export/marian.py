@@ -1,9 +1,8 @@
 """A Hugging Face Marian checkpoint (Helsinki-NLP's OPUS-MT, `MarianMTModel`) as a run directory
 of ours: `seq2seq import`. Every tool then works on it as on a run we trained. The folders our
 own `export --to huggingface` writes import back the same way: Marian for post-LN runs, Pegasus
-(pre-LN, a final LayerNorm on each stack) for pre-LN ones, either with our gated block
-(`modeling_gated.py`, loaded from this package, never from the folder), each with our
-SentencePiece model as both sides' and our ids in vocab.json.
+(pre-LN, a final LayerNorm on each stack) for pre-LN ones, either with our gated block (loaded
+from this package, never from the folder), with our SentencePiece model and our ids in vocab.json.
 
 A Marian model is our post-LN Transformer (`norm_first=False`) with sqrt(D)-scaled embeddings
 shared by encoder, decoder and output (in most), biases everywhere, and a ReLU or SiLU ("swish")
@@ -85,7 +84,8 @@ def import_marian(
 
     def write(folder: Path) -> None:
         from seq2seq.models.registry import build_model
-        from seq2seq.training import checkpoint as ckpt
+        from seq2seq.runs import files as ckpt
+        from seq2seq.runs import load
 
         write_archive(folder / ckpt.TOKENIZER, *pieces, vocab, start, target_vocab if separate else None)
         tokenizer = PairTokenizer(folder / ckpt.TOKENIZER)
@@ -103,7 +103,7 @@ def import_marian(
             },
         )
         try:  # what is written is a run every command loads, or nothing is written
-            ckpt.load_run(folder, "cpu")
+            load.load_run(folder, "cpu")
         except (Seq2SeqError, ValueError, RuntimeError) as e:
             raise Seq2SeqError(f"{source}: the imported run would not load ({first_line(e)})") from None
 

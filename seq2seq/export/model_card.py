@@ -4,8 +4,8 @@ training data and the validation BLEU (with its sacreBLEU signature) of the expo
 from pathlib import Path
 
 from seq2seq.evaluate import score
-from seq2seq.training import checkpoint as ckpt
-from seq2seq.training.resume import stored_languages
+from seq2seq.runs import files as ckpt
+from seq2seq.runs.recipe import stored_languages
 
 CARD = """---
 language:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from seq2seq.fields import from_json
 from seq2seq.models import rnn, transformer
+from seq2seq.models.configs import CONFIGS
 from seq2seq.models.protocol import Seq2SeqModel
 from seq2seq.models.rnn import RNN, RNNConfig
 from seq2seq.models.transformer import Transformer, TransformerConfig
@@ -30,9 +31,9 @@ class Architecture:
 
 ARCHITECTURES = {
     "transformer": Architecture(
-        TransformerConfig, Transformer, transformer.PRESETS, transformer.OPTIONS, transformer.ADDED_SINCE
+        CONFIGS["transformer"], Transformer, transformer.PRESETS, transformer.OPTIONS, transformer.ADDED_SINCE
     ),
-    "rnn": Architecture(RNNConfig, RNN, rnn.PRESETS, rnn.OPTIONS),
+    "rnn": Architecture(CONFIGS["rnn"], RNN, rnn.PRESETS, rnn.OPTIONS),
 }
 # every architecture's model options, which a resumed run must honour or refuse
 ARCHITECTURE_OPTIONS = tuple(dict.fromkeys(name for a in ARCHITECTURES.values() for name in a.options))

@@ -14,52 +14,18 @@ L recurrent layers, V vocabulary.
 """
 
 import math
-from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seq2seq.data.special import PAD_ID
-from seq2seq.fields import ranged
 from seq2seq.models.cache import RNNCache, State, map_state
 from seq2seq.models.dropout import Dropout
 from seq2seq.models.protocol import AttentionRecord, Seq2SeqModel
+from seq2seq.models.rnn_config import OPTIONS, PRESETS, RNNConfig
 
-
-@dataclass
-class RNNConfig:
-    vocab_size: int = ranged(8000, 8, 1 << 20)
-    d_model: int = ranged(256, 2, 1 << 15)  # embeddings, decoder state and encoder states h_j (both ways)
-    n_layers: int = ranged(2, 1, 256)  # recurrent layers of the encoder, and of the decoder
-    cell: str = "gru"  # gru | lstm
-    attention: str = "bahdanau"  # bahdanau (additive) | luong (multiplicative)
-    score: str | None = None  # luong only: dot | general (the default for luong)
-    dropout: float = ranged(0.1, 0.0, 0.9)
-    max_positions: int = ranged(256, 2, 1 << 16)  # longest source or target, in pieces, EOS/BOS included
-    arch: str = field(default="rnn", init=False)  # names the class in config.json
-
-    def __post_init__(self):
-        if self.attention == "luong" and self.score is None:
-            self.score = "general"  # the best-scoring of the paper's global attentions
-        if self.cell not in ("gru", "lstm"):
-            raise ValueError(f"unknown cell {self.cell!r}; use gru or lstm")
-        if self.attention == "bahdanau" and self.score is not None:
-            raise ValueError("bahdanau attention is additive; --score (dot or general) is for luong")
-        if self.attention == "luong" and self.score not in ("dot", "general"):
-            raise ValueError(f"luong attention scores by dot or general, not {self.score!r}")
-        if self.attention not in ("bahdanau", "luong"):
-            raise ValueError(f"unknown attention {self.attention!r}; use bahdanau or luong")
-        if self.attention == "bahdanau" and self.d_model % 2:
-            raise ValueError(f"d_model {self.d_model} must be even: each direction of the encoder has half")
-
-
-PRESETS = {
-    "tiny": dict(d_model=128, n_layers=1),
-    "small": dict(d_model=384, n_layers=2),  # 7.5M parameters, about the Transformer's small
-}
-# `seq2seq train` options that set one field over the preset -> that field
-OPTIONS = dict(d_model="d_model", layers="n_layers", cell="cell", attention="attention", score="score")
+__all__ = ["OPTIONS", "PRESETS", "RNN", "RNNConfig"]
 
 
 class AdditiveAttention(nn.Module):

@@ -16,7 +16,6 @@
 Only app.py and errors.py import FastAPI (admission.py and guard.py take Starlette's request and
 exception types), only server.py imports uvicorn.
 
-May import: `seq2seq.views` (the explorer), `seq2seq.decoding`, `seq2seq.training.checkpoint`
-and `seq2seq.training.resume` (the run's description), `seq2seq.models`, `seq2seq.data` and the
-shared small modules.
+May import: `seq2seq.views` (the explorer), `seq2seq.decoding`, `seq2seq.runs` (the run and its
+description), `seq2seq.models`, `seq2seq.data` and the shared small modules.
 """

@@ -21,8 +21,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from seq2seq.data.batch import pad
-from seq2seq.decoding.options import MAX_SAMPLES, DecodeOptions
+from seq2seq.decoding.options import MAX_SAMPLES, DecodeOptions, chosen
 from seq2seq.decoding.search import max_lengths, output_limit, source_ids
+from seq2seq.errors import Seq2SeqError
 from seq2seq.serve.batcher import Batcher, Job, rows_per_line
 from seq2seq.serve.guard import refuse
 
@@ -81,12 +82,6 @@ async def answer(request: Request, batcher: Batcher, job: Job, timeout: float):
     raise HTTPException(504, f"no answer within this server's {timeout:g} s a request; the work was dropped")
 
 
-def decode_beam(greedy: bool, beam: int | None, sample: bool, default: int) -> int:
-    """The beam a request decodes with: 1 when greedy, else its own, else the server's (1 when it
-    samples: sampling draws one row at a time)."""
-    return 1 if greedy else (beam or (1 if sample else default))
-
-
 def weight_of(body: bytes, default_beam: int, max_lines: int, max_beam: int) -> int | None:
     """What a decode request's raw body will weigh in the queue (its lines x beam, or x samples,
     as `Job.weight`); None when the fields that weigh it are not a JSON object's, or of the wrong
@@ -110,9 +105,10 @@ def weight_of(body: bytes, default_beam: int, max_lines: int, max_beam: int) -> 
         return None
     if not (type(samples) is int and 1 <= samples <= MAX_SAMPLES):
         return None
-    asked = DecodeOptions(
-        beam=decode_beam(greedy, beam, sample, default_beam), sample=sample, num_samples=samples
-    )
+    try:
+        asked = chosen({"beam": beam, "sample": sample, "num_samples": samples}, greedy, default_beam)
+    except Seq2SeqError:  # sampling with a beam: the app says so
+        return None
     return lines * rows_per_line(asked)
 
 

@@ -17,20 +17,21 @@ in a request is ever a path: the run is the one loaded at start.
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from dataclasses import fields
+from dataclasses import MISSING, fields
+from typing import get_type_hints
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from seq2seq.decoding.alternatives import MAX_ALTERNATIVES
-from seq2seq.decoding.options import SAMPLING
+from seq2seq.decoding.options import GREEDY_HELP, SERVED, chosen
 from seq2seq.decoding.prefix import prefix_ids
 from seq2seq.decoding.search import DecodeOptions, Translations, output_limit, output_room
 from seq2seq.decoding.terms import Terms, constraint_ids
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve import chunked_json
-from seq2seq.serve.admission import Busy, admit, answer, check_work, decode_beam, request_work
+from seq2seq.serve.admission import Busy, admit, answer, check_work, request_work
 from seq2seq.serve.batcher import Batcher, Job
 from seq2seq.serve.connections import IDLE_SECONDS, GuardedH11
 from seq2seq.serve.errors import REQUEST_ERRORS, BodyCheck, add_error_handlers, errors
@@ -48,31 +49,29 @@ from seq2seq.serve.lines import checked_lines
 from seq2seq.views.explorer import maps_json, page
 
 
-def decode_field(name: str, **extra):
-    """The request field of the DecodeOptions field `name`: its default, range and help (the
-    bounds DecodeOptions.check words more precisely, e.g. a temperature above 0, stay its own)."""
-    f = next(f for f in fields(DecodeOptions) if f.name == name)
+def decode_field(f, hint) -> tuple:
+    """The request field of a DecodeOptions field: its type, default, range and help (the bounds
+    DecodeOptions.check words more precisely, e.g. a temperature above 0, stay its own)."""
     low, high = f.metadata.get("range", (None, None))
-    return Field(f.default, ge=low, le=high, description=f.metadata["help"], **extra)
+    default = f.default if f.metadata["unset"] is MISSING else f.metadata["unset"]
+    extra = {"allow_inf_nan": False} if hint is float else {"lt": 2**63} if f.name == "seed" else {}
+    hint = hint | None if default is None else hint
+    return hint, Field(default, ge=low, le=high, description=f.metadata["help"], **extra)
 
 
-class DecodeFields(BaseModel):
-    """How to decode; the defaults are `seq2seq translate`'s (the beam is the server's --beam)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    beam: int | None = Field(None, ge=1, description="Beam size [default: the server's --beam].")
-    greedy: bool = Field(False, description="Greedy search (beam 1).")
-    length_penalty: float = decode_field("length_penalty", allow_inf_nan=False)
-    min_len: int = decode_field("min_len")
-    max_len: int | None = decode_field("max_len")
-    sample: bool = decode_field("sample")
-    temperature: float = decode_field("temperature", allow_inf_nan=False)
-    top_k: int | None = decode_field("top_k")
-    top_p: float = decode_field("top_p", allow_inf_nan=False)
-    epsilon: float = decode_field("epsilon", allow_inf_nan=False)
-    num_samples: int = decode_field("num_samples")
-    seed: int | None = decode_field("seed", lt=2**63)
+# How to decode: every DecodeOptions field the server takes (`served`), but the n-best, which only
+# /translate does; the defaults are `seq2seq translate`'s (the beam is the server's --beam)
+DecodeFields = create_model(
+    "DecodeFields",
+    __config__=ConfigDict(extra="forbid", strict=True),
+    greedy=(bool, Field(False, description=GREEDY_HELP)),
+    **{
+        f.name: decode_field(f, hint)
+        for f in fields(DecodeOptions)
+        if f.name in SERVED and f.name != "nbest"
+        for hint in [get_type_hints(DecodeOptions)[f.name]]
+    },
+)
 
 
 class TranslateRequest(DecodeFields):
@@ -80,7 +79,7 @@ class TranslateRequest(DecodeFields):
     prefix: str | list[str] | None = Field(
         None, description="The text each translation starts with: one for all, or one a line (as text)."
     )
-    nbest: int = decode_field("nbest")
+    nbest: int = Field(1, ge=1, description=DecodeOptions.__dataclass_fields__["nbest"].metadata["help"])
     constraints: list[str] | list[list[str]] | None = Field(
         None, description="Terms every translation must hold (beam search), or one list of terms a line."
     )
@@ -193,27 +192,19 @@ def create_app(
     add_error_handlers(app)
     app.state.batcher = batcher  # the server sheds its queue when told to stop
 
-    def options(request: DecodeFields, nbest: int = 1) -> DecodeOptions:
-        sampling = {name: getattr(request, name) for name in SAMPLING}
-        chosen = DecodeOptions(
-            beam=decode_beam(request.greedy, request.beam, request.sample, beam),
-            nbest=nbest,
-            length_penalty=request.length_penalty,
-            min_len=request.min_len,
-            max_len=request.max_len,
-            **sampling,
-        )
-        if chosen.beam > limits["max_beam"]:
-            raise Seq2SeqError(f"beam {chosen.beam} is above this server's limit of {limits['max_beam']}")
-        chosen.check()
-        return chosen
+    def options(request: DecodeFields) -> DecodeOptions:
+        asked = chosen(request.model_dump(include=set(SERVED)), request.greedy, beam)
+        if asked.beam > limits["max_beam"]:
+            raise Seq2SeqError(f"beam {asked.beam} is above this server's limit of {limits['max_beam']}")
+        asked.check_for(model.cfg.vocab_size, output_limit(model))
+        return asked
 
     @app.post("/translate", response_model=TranslateResponse, responses=REQUEST_ERRORS)
     async def translate(request: TranslateRequest, http: Request) -> dict:
         """Translate one sentence or a list: the same output as `seq2seq translate` (n-best with scores)."""
         lines = checked_lines(request.text, max_lines, max_chars)
         prefixes, pieces = request_prefixes(request.prefix, len(lines), max_chars)
-        job = Job("translate", lines, options(request, request.nbest), prefixes=prefixes)
+        job = Job("translate", lines, options(request), prefixes=prefixes)
         job.terms = request_terms(request.constraints, request.avoid, len(lines), job.options)
         admit(batcher, job.weight, max_queue)  # before the work is weighed: a refusal costs little
         check_work(request_work(model, tokenizer, lines, job.options, pieces), max_work)
@@ -253,18 +244,17 @@ def create_app(
         body = chunked_json.streamed(json_thread, lambda: maps_json(maps, lists=False))
         return StreamingResponse(body, media_type="application/json")
 
-    def request_terms(include, avoid, lines: int, chosen: DecodeOptions) -> list | None:
+    def request_terms(include, avoid, lines: int, asked: DecodeOptions) -> list | None:
         """Each line's terms (one list given for all, or one a line), checked here as the search
         would check them, before anything is queued."""
         if not include and not avoid:
             return None
-        if chosen.sample or chosen.beam < 2:
-            raise Seq2SeqError("constraints need beam search (a beam of 2 or more), not greedy or sample")
+        asked.check_terms()
         per_line = include if include and isinstance(include[0], list) else [include or []] * lines
         if len(per_line) != lines:
             raise Seq2SeqError(f"{lines} lines but {len(per_line)} lists of constraints; give one a line")
         terms = [Terms(tuple(own), tuple(avoid or ())) for own in per_line]
-        constraint_ids(tokenizer, terms, lines, chosen.beam, output_room(model, chosen))
+        constraint_ids(tokenizer, terms, lines, asked.beam, output_room(model, asked))
         return terms
 
     def request_prefixes(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from seq2seq.data.corpus import corpus_name
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training.checkpoint import best_score
-from seq2seq.training.resume import stored_languages
+from seq2seq.runs.files import best_score
+from seq2seq.runs.recipe import stored_languages
 
 INSTALL_HINT = 'pip install -e ".[serve]"'
 NEEDS = ("fastapi", "uvicorn")

@@ -1,7 +1,9 @@
 """Making and keeping a run: the recipe (`config.py`), the entry point (`train.py`), the loop and
-one step, torchrun data parallelism, the run directory's files (`checkpoint.py`), the resume rules
-and typed training state (`resume.py`), and the lock that keeps one writer per run.
+one step, torchrun data parallelism, the training state it resumes from (`checkpoint.py`; the
+run's other files are `seq2seq.runs`'), the resume rules and typed training state (`resume.py`),
+and the lock that keeps one writer per run.
 
-May import: `seq2seq.models`, `seq2seq.data`, `seq2seq.decoding` (validation), `seq2seq.evaluate`,
-`seq2seq.views.plots` (the curves), `seq2seq.alignment.pharaoh` and `seq2seq.alignment.words` (guided
-alignment's links and words), and the shared small modules."""
+May import: `seq2seq.runs` (it writes a run through it), `seq2seq.models`, `seq2seq.data`,
+`seq2seq.decoding` (validation), `seq2seq.evaluate`, `seq2seq.views.plots` (the curves),
+`seq2seq.alignment.pharaoh` and `seq2seq.alignment.words` (guided alignment's links and words),
+and the shared small modules."""

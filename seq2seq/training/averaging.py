@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs import files as ckpt
 
 SNAPSHOTS = "snapshots"
 

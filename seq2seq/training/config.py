@@ -7,6 +7,7 @@ from pathlib import Path
 
 from seq2seq.data.corpus import is_hub
 from seq2seq.fields import check_choices, option, ranged
+from seq2seq.runs.recipe import GUIDANCE
 
 FREEZE = ("none", "encoder", "embeddings")  # what a fine-tuned run keeps as its start had it
 GUIDED_POSITIONS = ("output", "input")  # where guided alignment supervises a piece (guided.py)
@@ -209,10 +210,8 @@ ADDED = {
     "tokenizer_sentences": 500_000,  # a run with a config.json has its tokenizer: never used again
     "stream": False,
     "stream_part": 100_000,
-    "guided_alignment": None,
+    **GUIDANCE,  # what `align` reads of a run that recorded none
     "guided_weight": 0.05,
-    "guided_layer": None,
-    "guided_position": "output",
     "init_from": None,
     "freeze": "none",
 }

@@ -16,12 +16,13 @@ from itertools import islice
 from pathlib import Path
 
 from seq2seq.atomic import write_with
+from seq2seq.data.opener import open_tokenizer
 from seq2seq.data.special import UNK_ID
-from seq2seq.data.tokenizer import Tokenizer, open_tokenizer
+from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.protocol import Seq2SeqModel
 from seq2seq.models.registry import ModelConfig
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs import files as ckpt
 
 MAX_UNKNOWN = 0.01  # the share of unknown pieces above which a start's tokenizer does not fit a corpus
 SAMPLE = 20_000  # training pairs whose pieces are counted

@@ -28,9 +28,8 @@ from torch import Tensor
 from seq2seq.alignment.pharaoh import Links, check_ranges, read_links
 from seq2seq.alignment.words import word_index, word_starts
 from seq2seq.data.tokenized import TokenizedPairs
-from seq2seq.decoding.attention import cross_layers
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training.resume import stored_guidance
+from seq2seq.runs.recipe import supervised_layer
 
 CHUNK = 100_000  # rows read at once when checking the links against the stored pairs
 
@@ -103,35 +102,6 @@ class Guide:
             raise Seq2SeqError(f"--guided-layer {layer}: the model has {len(cross)} decoder layers")
         attention = cross[layer - 1][:, 0].float()  # (B, T, S)
         return -self.weight * (targets * attention.clamp_min(1e-6).log()).sum()
-
-
-def supervised_layer(layer: int | None, n_layers: int) -> int:
-    """The decoder layer (1-based) a guide supervises: `layer`, or by default the penultimate
-    (Garg et al.), the only one of a one-layer decoder."""
-    return layer or max(n_layers - 1, 1)
-
-
-def trained_head(
-    n_layers: int,
-    guided_alignment: str | None = None,
-    guided_layer: int | None = None,
-    guided_position: str = "output",
-) -> tuple[str, int, int] | None:
-    """How to read the head a recipe's --guided-alignment trained (its fields, as
-    `stored_guidance` gives them), as an alignment `Method`'s name, layer and head: the first head of
-    the supervised layer, unshifted where it was supervised at the position that predicts a piece,
-    shifted by one (Shift-Att) where the piece is the decoder's input; None for a run trained
-    without guidance."""
-    if guided_alignment is None:
-        return None
-    name = "shift" if guided_position == "input" else "attention"
-    return name, supervised_layer(guided_layer, n_layers), 1
-
-
-def run_trained_head(run_dir: Path, model) -> tuple[str, int, int] | None:
-    """`trained_head` of the recipe the run recorded, for its loaded `model` (whose cross-attention
-    layers a run that recorded no guided layer is read by)."""
-    return trained_head(cross_layers(model), **stored_guidance(run_dir))
 
 
 def guide_of(config, train_set: TokenizedPairs, tokenizer) -> Guide | None:

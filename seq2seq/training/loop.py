@@ -9,7 +9,8 @@ from seq2seq.data.batch import Batch, collate
 from seq2seq.decoding.search import DecodeOptions
 from seq2seq.device import autocast
 from seq2seq.errors import Seq2SeqError
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs import files as ckpt
+from seq2seq.training import checkpoint
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, rank_batch
 from seq2seq.training.epoch import EpochPart, Epochs
@@ -212,7 +213,9 @@ class Loop(Validation):
         """The training state to resume from at exactly the next batch (rank 0 writes it)."""
         state.progress = self.progress
         if self.world.is_main:
-            ckpt.save_training_state(self.run_dir / ckpt.LAST, self.model, self.optimizer, state.to_json())
+            checkpoint.save_training_state(
+                self.run_dir / ckpt.LAST, self.model, self.optimizer, state.to_json()
+            )
 
 
 @dataclass

@@ -8,9 +8,10 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from seq2seq.errors import Seq2SeqError
-from seq2seq.fields import check, from_json
+from seq2seq.fields import from_json
 from seq2seq.models.registry import ARCHITECTURE_OPTIONS, ARCHITECTURES, ModelConfig
-from seq2seq.training import checkpoint as ckpt
+from seq2seq.runs import files as ckpt
+from seq2seq.runs.recipe import train_section
 from seq2seq.training.config import (
     ADDED,
     LIMITS,
@@ -25,8 +26,6 @@ from seq2seq.training.config import (
 # `seq2seq train` options that describe the model: a resumed run keeps the one it has. The preset
 # comes last, so that a refusal names the shape option that differs rather than the preset under it.
 MODEL_OPTIONS = ("arch", "dropout", *ARCHITECTURE_OPTIONS, "preset")
-
-GUIDANCE = ("guided_alignment", "guided_layer", "guided_position")  # the fields `align` reads of a recipe
 
 # the state's `stream` (training/streaming.py): the place of the part a streamed run trains on
 PLACE = {"part": int, "start": (dict, type(None)), "offset": int, "digest": str}
@@ -87,19 +86,12 @@ def check_place(value: object, where: Path) -> None:
         raise Seq2SeqError(f"{where}: the trainer state's stream place is not one this version writes")
 
 
-def stored_guidance(run_dir: Path) -> dict:
-    """The guided alignment fields of the recipe a run recorded; a run imported from elsewhere, or
-    written before they existed, trained without guidance."""
-    values, _ = _train_section(run_dir)
-    return {name: values.get(name, ADDED[name]) for name in GUIDANCE}
-
-
 def stored_train_config(run_dir: Path) -> TrainConfig:
     """The training config a run recorded, which a resumed run continues with. A field this
     version lacks is an error (the run is from elsewhere); a run written before one of today's
     fields existed, or with a lever since removed, is refused in one line naming the commit that
     trains it (its recipe is not emulated)."""
-    values, where = _train_section(run_dir)
+    values, where = train_section(run_dir)
     values = {**ADDED, **values}
     names = {f.name for f in fields(TrainConfig)}
     unknown = sorted(set(values) - names - set(REMOVED))
@@ -122,30 +114,6 @@ def stored_train_config(run_dir: Path) -> TrainConfig:
         return from_json(TrainConfig, kept, f"{where}: the 'train' section")
     except ValueError as e:
         raise Seq2SeqError(str(e)) from None
-
-
-def stored_languages(run_dir: Path) -> tuple[str, str, str]:
-    """(corpus, src, tgt) as the run recorded them: all that describing a run needs (serving it,
-    its model card, its test split), so a run of an older recipe is still served and exported."""
-    values, where = _train_section(run_dir)
-    recorded = []
-    for name in ("corpus", "src", "tgt"):
-        if name not in values:
-            raise Seq2SeqError(f"{where}: the 'train' section has no {name}")
-        try:
-            check(name, values.get(name), str, f"{where}: the 'train' section")
-        except ValueError as e:
-            raise Seq2SeqError(str(e)) from None
-        recorded.append(values[name])
-    return tuple(recorded)
-
-
-def _train_section(run_dir: Path) -> tuple[dict, Path]:
-    values = ckpt.load_config(run_dir).get("train")
-    where = Path(run_dir) / ckpt.CONFIG
-    if not isinstance(values, dict):
-        raise Seq2SeqError(f"{where} has no 'train' section; {run_dir} is not a run this version wrote")
-    return values, where
 
 
 def is_resumable(run_dir: Path) -> bool:
@@ -219,7 +187,7 @@ def _vocabulary_notices(run_dir: Path, typed: dict[str, object]) -> list[str]:
     SentencePiece may not have reached, so a differing one is said, not refused."""
     if "vocab_size" not in typed or not (run_dir / ckpt.TOKENIZER).is_file():
         return []
-    from seq2seq.data.tokenizer import open_tokenizer
+    from seq2seq.data.opener import open_tokenizer
 
     pieces = open_tokenizer(run_dir / ckpt.TOKENIZER).vocab_size
     if pieces == typed["vocab_size"]:

@@ -14,14 +14,15 @@ import torch
 
 from seq2seq.data import tokenized
 from seq2seq.data.corpus import MAX_RATIO, FilterReport, Pair, corpus_identity, load_pairs, stream_pairs
+from seq2seq.data.opener import open_tokenizer
 from seq2seq.data.sampling import KEPT
 from seq2seq.data.streamed import Stream, first_pairs
-from seq2seq.data.tokenizer import Tokenizer, open_tokenizer, train_tokenizer
+from seq2seq.data.tokenizer import Tokenizer, train_tokenizer
 from seq2seq.device import agree_on_bf16, bf16_speedup, precision_note, use_bf16
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.registry import ModelConfig, build_model
-from seq2seq.training import checkpoint as ckpt
-from seq2seq.training import finetune
+from seq2seq.runs import files as ckpt
+from seq2seq.training import checkpoint, finetune
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, peers_watched, world
 from seq2seq.training.epoch import Epochs, StoredEpochs
@@ -76,7 +77,7 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
     optimizer = adamw(model, config.lr, config.weight_decay)
     state = TrainingState()
     if resuming:
-        saved = ckpt.load_training_state(run_dir / ckpt.LAST, model, optimizer)
+        saved = checkpoint.load_training_state(run_dir / ckpt.LAST, model, optimizer)
         state = TrainingState.from_json(saved, run_dir / ckpt.LAST)
         best = ckpt.best_score(run_dir)
         if best is not None and best > state.best_bleu:  # killed between the two writes

@@ -8,8 +8,8 @@ import torch
 
 from seq2seq.data.batch import pair_lengths, token_batches
 from seq2seq.evaluate import evaluate
+from seq2seq.runs import files as ckpt
 from seq2seq.training import averaging
-from seq2seq.training import checkpoint as ckpt
 from seq2seq.training.resume import TrainingState
 from seq2seq.training.step import summed_loss
 from seq2seq.views import plots

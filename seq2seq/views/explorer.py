@@ -108,3 +108,9 @@ def _asset(name: str) -> str:
 
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def maps_html(maps) -> str:
+    """In a notebook: the offline explorer of an AttentionMaps, inline (`seq2seq/__init__.py`
+    registers it as the maps' HTML with IPython)."""
+    return notebook(page([sentence_json(maps)], maps.source_text))
