@@ -117,7 +117,10 @@ def cli(capsys, monkeypatch):
 @pytest.fixture(scope="module")
 def run(request, tmp_path_factory) -> Path:
     """A run of an untrained tiny Transformer, one for each module that asks, its weights seeded by
-    the module's RUN_SEED (0 where it sets none), so modules do not share what their tests do to it."""
+    the module's RUN_SEED (0 where it sets none), so modules do not share what their tests do to it;
+    a module that sets RUN_TRAINED = True gets its `tiny_run` (trained by the CLI) instead."""
+    if getattr(request.module, "RUN_TRAINED", False):
+        return request.getfixturevalue("tiny_run")[0]
     seed = getattr(request.module, "RUN_SEED", 0)
     return write_run(tmp_path_factory.mktemp("run"), lambda v: tiny_model(vocab_size=v, seed=seed))
 

@@ -10,10 +10,7 @@ from tests.cli_helpers import run_process
 from tests.conftest import write_multi30k
 from tests.helpers import TRAIN, train_args
 
-
-@pytest.fixture(scope="module")
-def run(tiny_run):
-    return tiny_run[0]
+RUN_TRAINED = True  # conftest's `run` is the CLI-trained tiny run
 
 
 @pytest.mark.parametrize(

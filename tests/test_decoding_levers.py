@@ -1,50 +1,15 @@
-"""scripts.experiments.decoding_levers: its ensemble decodes through the package's search for every
-architecture (two copies of one model are that model), its coverage penalty counts only the
-positions a hypothesis decoded, and the whole measurement runs on a run directory."""
+"""scripts.experiments.decoding_levers: its coverage penalty counts only the positions a hypothesis
+decoded, and the whole measurement (and noisy-channel reranking) runs on a run directory."""
 
 import json
 
 import numpy as np
 import pytest
-import torch
 
 from scripts.experiments import decoding_levers
-from seq2seq.data.special import BOS_ID
 from seq2seq.decoding.forced import score_pairs
-from seq2seq.decoding.search import DecodeOptions, Hypothesis, beam_search
+from seq2seq.decoding.search import Hypothesis
 from tests.conftest import tiny_model, write_multi30k, write_run
-from tests.helpers import VARIANTS, lens, make, sources, tokens_and_scores
-
-
-@pytest.mark.parametrize("variant", list(VARIANTS))
-def test_an_ensemble_of_one_model_twice_is_that_model_and_another_member_counts(variant):
-    model, other = make(variant, seed=5), make(variant, seed=6)
-    alone = tokens_and_scores(beam_search(model, sources(), lens(), DecodeOptions(beam=3, nbest=3)))
-    twice = tokens_and_scores(
-        beam_search(
-            decoding_levers.Ensemble([model, model]), sources(), lens(), DecodeOptions(beam=3, nbest=3)
-        )
-    )
-    assert twice[0] == alone[0]
-    assert twice[1] == pytest.approx(alone[1], abs=1e-4)
-    mixed = tokens_and_scores(
-        beam_search(
-            decoding_levers.Ensemble([model, other]), sources(), lens(), DecodeOptions(beam=3, nbest=3)
-        )
-    )
-    assert mixed[1] != pytest.approx(alone[1], abs=1e-4)
-
-
-def test_an_ensemble_step_is_the_log_of_its_members_mean_probability():
-    """Members of two architectures, each on its own memory and cache: only the vocabulary is shared."""
-    members = [make("transformer", seed=5), make("rnn", seed=6)]
-    ensemble, src = decoding_levers.Ensemble(members), sources()
-    bos = torch.full((src.size(0),), BOS_ID)
-    with torch.inference_mode():
-        memories, src_mask = ensemble.encode(src)
-        got = ensemble.decode_step(bos, ensemble.init_cache(memories, src_mask, 10))
-        alone = [m.decode_step(bos, m.init_cache(*m.encode(src), 10)).softmax(-1) for m in members]
-    torch.testing.assert_close(got, torch.stack(alone).mean(0).log())
 
 
 def test_a_longer_hypothesis_covers_at_least_what_its_prefix_covers():
@@ -60,17 +25,13 @@ def test_a_longer_hypothesis_covers_at_least_what_its_prefix_covers():
     assert alone[0] == pytest.approx(penalties[1], abs=1e-5)
 
 
-def test_the_measurement_runs_on_a_run_and_refuses_another_tokenizer(tmp_path, capsys):
+def test_the_measurement_runs_on_a_run(tmp_path, capsys):
     data = write_multi30k(tmp_path / "corpus", {"val": 8})
     run = write_run(tmp_path / "run", lambda v: tiny_model(v, seed=1))
-    decoding_levers.main(["--run", str(run), "--data-dir", str(data), "--beam", "2", "--ensemble", str(run)])
+    decoding_levers.main(["--run", str(run), "--data-dir", str(data), "--beam", "2"])
     out = capsys.readouterr().out
-    for row in ("beam search", "coverage penalty, beta 0.2", "minimum Bayes risk", "oracle", "ensemble of 2"):
+    for row in ("beam search", "coverage penalty, beta 0.2", "minimum Bayes risk", "oracle"):
         assert row in out
-    stranger = write_run(tmp_path / "stranger", lambda v: tiny_model(v, seed=3))
-    (stranger / "tokenizer.model").write_bytes(b"another")
-    with pytest.raises(SystemExit, match="another tokenizer"):
-        decoding_levers.main(["--run", str(run), "--data-dir", str(data), "--ensemble", str(stranger)])
 
 
 def test_noisy_channel_reranking_runs_with_a_reverse_run_and_refuses_a_forward_one(tmp_path, capsys):

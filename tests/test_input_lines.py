@@ -11,9 +11,7 @@ from tests.cli_helpers import run_process
 NO_CHECKS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 
 
-@pytest.fixture(scope="module")
-def run(tiny_run):
-    return tiny_run[0]
+RUN_TRAINED = True  # conftest's `run` is the CLI-trained tiny run
 
 
 def lines_out(text: str) -> list[str]:

@@ -21,9 +21,13 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
     "models": {"models", "data.special", "errors", "fields", "device"},  # device: its start-up timer
     "decoding": {"decoding", "models", "data", "device", "errors", "fields"},
     "evaluate": {"decoding", "models", "errors"},
+    "report": set(),  # an evaluation as JSON
+    "files": {"files", *SHARED},  # text files in and out
+    # confidence and error signals: a teacher-forced pass, its pieces merged into words
+    "trust": {"trust", "decoding", "models", "data", "alignment.words", *SHARED},
     "views": {"views", "decoding.attention", "atomic", "errors"},
     # word alignment reads the model's attention and attribution, the views draw its links
-    "alignment": {"alignment", "decoding", "models", "data", "views", *SHARED},
+    "alignment": {"alignment", "decoding", "models", "data", "views", "runs", *SHARED},
     # guided alignment reads Pharaoh links and counts words as alignment does
     # the run directory, which training writes and every other reader opens
     "runs": {"runs", "models", "data", *SHARED},
@@ -42,7 +46,7 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
     # a document's sentences are searched, and its markup placed through the alignment
     "documents": {"documents", "decoding", "alignment", *SHARED},
     "export": {"export", "runs", "models", "data", "decoding", "evaluate", *SHARED},
-    "serve": {"serve", "views", "decoding", "runs", "models", "data", *SHARED},
+    "serve": {"serve", "views", "decoding", "runs", "trust", "models", "data", *SHARED},
     "cli": None,  # the edge: anything
     "__init__": None,
     "__main__": {"cli"},

@@ -12,9 +12,9 @@ import pytest
 from rich.console import Console
 
 from seq2seq.cli import display as cli_display
-from seq2seq.cli.io import line_groups
 from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.errors import Seq2SeqError
+from seq2seq.files.reading import line_groups
 from seq2seq.runs.load import load_run
 from tests.cli_helpers import run_cli, run_process
 from tests.conftest import EN

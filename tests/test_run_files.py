@@ -22,9 +22,7 @@ from tests.helpers import TRAIN, train_args
 WRITTEN = (ckpt.TOKENIZER, ckpt.CONFIG, ckpt.BEST, ckpt.LAST, ckpt.CURVES, ckpt.METRICS)
 
 
-@pytest.fixture(scope="module")
-def run(tiny_run):
-    return tiny_run[0]
+RUN_TRAINED = True  # conftest's `run` is the CLI-trained tiny run
 
 
 def snapshot(folder) -> dict:

@@ -20,9 +20,9 @@ pytest.importorskip("httpx", reason="FastAPI's test client needs httpx (the test
 
 from fastapi.testclient import TestClient
 
-from seq2seq.cli.io import one_line
 from seq2seq.decoding.attention import attention
 from seq2seq.errors import Seq2SeqError
+from seq2seq.files.reading import one_line
 from seq2seq.runs.load import load_run
 from seq2seq.views.explorer import maps_json
 from tests.cli_helpers import run_cli
@@ -186,7 +186,7 @@ BAD = {  # name: (path, body bytes, headers, status, words of the message)
         b'{"text": "a", "length_penalty": 50}',
         JSON,
         422,
-        "length_penalty",
+        "length penalty must be between 0 and 10",  # translate's line (DecodeOptions.check)
     ),
     "non-UTF-8 body": ("/translate", b'{"text": "caf\xe9"}', JSON, 400, "UTF-8"),
     "an unknown field": (

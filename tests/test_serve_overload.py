@@ -10,6 +10,8 @@ import threading
 import time
 import urllib.parse
 
+from fastapi.testclient import TestClient
+
 from tests.serve_helpers import get, live_server, make_app, post
 
 RUN_SEED = 9  # the `run` fixture's weights (conftest.py)
@@ -80,7 +82,7 @@ def test_beyond_the_queue_s_bound_the_answer_is_503_with_retry_after(run):
 def test_a_request_the_queue_has_no_room_for_is_refused_before_the_app_parses_it(run, monkeypatch):
     """Weighed from its raw body: under a flood most requests are refused, and a refusal that
     costs the framework's parsing and the line checks is the event loop's time, every client's."""
-    from seq2seq.serve import app as app_module
+    from seq2seq.serve import routes as app_module
 
     checked = []
     real = app_module.checked_lines
@@ -106,10 +108,13 @@ def test_a_request_the_queue_has_no_room_for_is_refused_before_the_app_parses_it
 
 
 def test_a_body_is_weighed_as_the_job_it_becomes():
-    from seq2seq.serve.admission import weight_of
+    from seq2seq.serve.admission import PARSED, _parsed, weight_of
 
     def weigh(fields) -> int | None:
-        return weight_of(json.dumps(fields).encode(), default_beam=5, max_lines=4, max_beam=8)
+        scope = {}
+        parsed = _parsed(scope, [{"body": json.dumps(fields).encode()}])
+        assert scope[PARSED] == fields  # kept for the route, which never parses it again
+        return weight_of(parsed, default_beam=5, max_lines=4, max_beam=8)
 
     assert weigh({"text": ["a", "b", "c"]}) == 15  # the server's beam
     assert weigh({"text": "a", "beam": 3}) == 3
@@ -127,8 +132,21 @@ def test_a_body_is_weighed_as_the_job_it_becomes():
         {"text": "a", "num_samples": "2"},
     ):
         assert weigh(odd) is None, odd  # the app says what is wrong
-    assert weight_of(b"[1, 2]", 5, 4, 8) is None and weight_of(b"{not json", 5, 4, 8) is None
-    assert weight_of(b"[" * 100_000, 5, 4, 8) is None
+    assert weight_of([1, 2], 5, 4, 8) is None
+    for raw in (b"{not json", b"[" * 100_000):  # no fields: the route's own parse says why
+        scope = {}
+        assert _parsed(scope, [{"body": raw}]) is None and PARSED not in scope
+
+
+def test_a_body_is_parsed_once(run, monkeypatch):
+    """Busy parses the body to weigh it; the route validates what Busy parsed."""
+    calls = []
+    loads = json.loads
+    with TestClient(make_app(run)) as client:  # the run's files read, the app up: then count
+        monkeypatch.setattr(json, "loads", lambda *a, **k: calls.append(1) or loads(*a, **k))
+        answer = client.post("/translate", json={"text": ["a dog", "a cat"], "beam": 2})
+        assert len(calls) == 1
+        assert answer.status_code == 200 and len(answer.json()["translations"]) == 2
 
 
 def test_past_its_deadline_a_request_is_504_and_its_work_is_dropped(run):

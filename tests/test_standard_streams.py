@@ -85,7 +85,7 @@ def test_text_reaches_an_ascii_standard_output_as_utf8(tiny_run):
 def test_output_is_utf8_whatever_the_stdout_encoding(monkeypatch):
     import io
 
-    from seq2seq.cli.outputs import write_lines
+    from seq2seq.files.writing import write_lines
 
     raw = io.BytesIO()
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="ascii"))

@@ -1,14 +1,13 @@
 """Decoding levers that need no training, on one run and one split (the validation set: levers are
 chosen there, never on a test set): the beam's n-best reranked by a coverage penalty (Wu et al.
 2016, the omissions lever) or by minimum Bayes risk, the n-best's oracle (how much any reranker of
-it could gain), and an ensemble with other runs of the same tokenizer (the mean of their
-probabilities at every step, through the package's own beam search), and noisy-channel reranking
+it could gain), and noisy-channel reranking
 with a run of the reverse direction (after Yee et al. 2019, without their language model): each
 candidate y of source x ranked by (log p(y|x) + lambda log p(x|y)) / length penalty(y), so a
 translation that leaves part of the source out, and so explains it badly, ranks lower.
 
     python -m scripts.experiments.decoding_levers --run runs/multi30k-en-fr-late \
-        --data-dir ../shared/corpora/multi30k --ensemble runs/multi30k-en-fr-bf16-e4d4
+        --data-dir ../shared/corpora/multi30k
     python -m scripts.experiments.decoding_levers --run runs/multi30k-en-fr-late \
         --data-dir ../shared/corpora/multi30k --channel runs/multi30k-fr-en-25
 
@@ -23,7 +22,6 @@ hypothesis: the cross-attention, averaged over layers and heads, summed over the
 """
 
 import argparse
-import math
 import platform
 import time
 from pathlib import Path
@@ -32,7 +30,6 @@ import numpy as np
 import sacrebleu
 import torch
 from sacrebleu.metrics import BLEU
-from torch import Tensor, nn
 
 from scripts import common
 from seq2seq.data.batch import pad
@@ -40,7 +37,7 @@ from seq2seq.data.corpus import load_pairs
 from seq2seq.data.special import BOS_ID
 from seq2seq.decoding.forced import score_pairs
 from seq2seq.decoding.penalty import penalty
-from seq2seq.decoding.search import DecodeOptions, Hypothesis, search_in_batches, source_ids, translate
+from seq2seq.decoding.search import DecodeOptions, Hypothesis, search_in_batches, source_ids
 from seq2seq.runs.files import load_config
 from seq2seq.runs.load import load_run
 
@@ -56,7 +53,6 @@ def main(argv: list[str] | None = None) -> None:
     pairs = load_pairs("multi30k", args.split, cfg["src"], cfg["tgt"], args.data_dir)
     sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
     model, tokenizer = load_run(args.run)
-    members = [model] + [load_member(run, args.run) for run in args.ensemble]  # refused before any work
     channel = load_channel(args.channel, cfg) if args.channel else None
     print(f"{args.run}, {args.split} ({len(pairs)} pairs), beam {args.beam}, bf16 {args.bf16}")
     print(f"{common.cpu()}, torch {torch.__version__}, Python {platform.python_version()}")
@@ -73,10 +69,6 @@ def main(argv: list[str] | None = None) -> None:
         "minimum Bayes risk (sentence BLEU)", [mbr(t, s) for t, s in zip(texts, scores, strict=True)], refs
     )
     report("oracle (best sentence BLEU of the n-best)", oracle(texts, refs), refs)
-    if args.ensemble:
-        options = DecodeOptions(beam=args.beam, bf16=args.bf16)
-        best = translate(Ensemble(members), tokenizer, sources, options).best
-        report(f"ensemble of {len(members)} runs, beam {args.beam}", best, refs)
     if channel:
         backward = channel_totals(*channel, sources, texts)
         noisy_channel(texts, nbest, backward, refs)
@@ -185,52 +177,6 @@ def report(name: str, hypotheses: list[str], refs: list[str]) -> None:
     print(f"{name:45s} BLEU {bleu.score:6.2f}  length ratio {bleu.sys_len / bleu.ref_len:.3f}")
 
 
-def load_member(run: Path, first: Path) -> nn.Module:
-    """Another run's model; an ensemble needs one vocabulary, so the tokenizers must be one file."""
-    if (run / "tokenizer.model").read_bytes() != (first / "tokenizer.model").read_bytes():
-        raise SystemExit(f"{run} has another tokenizer than {first}: an ensemble needs one vocabulary")
-    return load_run(run)[0]
-
-
-class Ensemble(nn.Module):
-    """What `search` calls of a model (encode, init_cache, decode_step, cfg), for several models at
-    once: each encodes and decodes on its own, and a step returns the log of their mean probability.
-    Search only hands the encoder's memory and mask on to `init_cache`, so here they are the members'
-    tuples."""
-
-    def __init__(self, members: list[nn.Module]):
-        super().__init__()
-        self.members = nn.ModuleList(members)
-        self.cfg = min((m.cfg for m in members), key=lambda cfg: cfg.max_positions)  # the shortest limit
-
-    def encode(self, src: Tensor) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
-        """Each member's memory and source mask (an architecture's mask has its own shape)."""
-        memories, masks = zip(*(m.encode(src) for m in self.members), strict=True)
-        return memories, masks
-
-    def init_cache(self, memories: tuple, masks: tuple, max_len: int, use_cache: bool = True) -> "Caches":
-        members = zip(self.members, memories, masks, strict=True)
-        return Caches([m.init_cache(memory, mask, max_len, use_cache) for m, memory, mask in members])
-
-    def decode_step(self, tokens: Tensor, cache: "Caches") -> Tensor:
-        members = zip(self.members, cache.caches, strict=True)
-        logprobs = torch.stack([m.decode_step(tokens, c).float().log_softmax(-1) for m, c in members])
-        return torch.logsumexp(logprobs, 0) - math.log(len(self.members))  # (M, B, V) -> (B, V)
-
-
-class Caches:
-    def __init__(self, caches):
-        self.caches = caches
-
-    def reorder(self, beam_idx: Tensor) -> None:
-        for cache in self.caches:
-            cache.reorder(beam_idx)
-
-    def select(self, rows: Tensor, beams: int = 1) -> None:
-        for cache in self.caches:
-            cache.select(rows, beams)
-
-
 def parse_args(argv: list[str] | None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--run", type=Path, required=True)
@@ -238,7 +184,6 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--split", default="val")
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (evaluate's default is fp32)")
-    p.add_argument("--ensemble", type=Path, nargs="*", default=[], help="runs to ensemble with --run")
     p.add_argument("--channel", type=Path, help="a run of the reverse direction, for noisy-channel reranking")
     return p.parse_args(argv)
 

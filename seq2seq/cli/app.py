@@ -13,13 +13,14 @@ import typer
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.cli import display
 from seq2seq.cli.align import align
+from seq2seq.cli.check import check
 from seq2seq.cli.evaluate import evaluate, score
 from seq2seq.cli.export import export, import_model
-from seq2seq.cli.io import ReaderLeft
 from seq2seq.cli.serve import serve
 from seq2seq.cli.train import tokenize, train
 from seq2seq.cli.translate import translate
 from seq2seq.errors import Seq2SeqError
+from seq2seq.files.reading import ReaderLeft
 
 app = typer.Typer(
     help="Train and run a small encoder-decoder translator (a Transformer, or an RNN with attention), "
@@ -34,9 +35,8 @@ app = typer.Typer(
 
 # One rule for where a command goes: cli/<group>.py holds a group of commands as plain functions
 # (train.py: tokenize, train; translate.py; evaluate.py: evaluate, score; export.py: export, import;
-# serve.py),
-# registered here.
-for command in (tokenize, train, translate, evaluate, score, align, export, serve):
+# serve.py; check.py), registered here.
+for command in (tokenize, train, translate, evaluate, score, align, check, export, serve):
     app.command()(command)
 app.command("import")(import_model)
 
@@ -76,25 +76,35 @@ def main() -> None:
         discard_stdout()
         code = 0
     except OSError as e:  # standard output on a full disk (ENOSPC, EIO), or any file a library read
-        if e.filename is None and e.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
-            display.error(f"cannot write standard output: {e.strerror}")
-        else:
-            display.error(f"{e.filename}: {e.strerror or e}" if e.filename else str(e.strerror or e))
-        discard_stdout()
-        code = 2
+        code = os_error(e)
     except Exception as e:  # torch's OutOfMemoryError; torch is imported by then if it can occur
-        torch = sys.modules.get("torch")
-        if torch is None or not isinstance(e, torch.cuda.OutOfMemoryError):
-            if not in_torchrun_job():
-                raise
-            traceback.print_exc()  # a bug on one rank: its traceback, then `finish`, not an abort
-            finish(1)
-        display.error(
-            "out of GPU memory: lower --max-tokens (train) or --batch-size (translate, evaluate, "
-            "score); the run's last checkpoint is kept"
-        )
-        code = 2
+        code = out_of_memory(e)
     finish(code if isinstance(code, int) else 0)
+
+
+def os_error(e: OSError) -> int:
+    if e.filename is None and e.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
+        display.error(f"cannot write standard output: {e.strerror}")
+    else:
+        display.error(f"{e.filename}: {e.strerror or e}" if e.filename else str(e.strerror or e))
+    discard_stdout()
+    return 2
+
+
+def out_of_memory(e: Exception) -> int:
+    """Out of GPU memory is one line; anything else is a bug, raised (on a torchrun rank: its
+    traceback, then `finish`, not an abort)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(e, torch.cuda.OutOfMemoryError):
+        if not in_torchrun_job():
+            raise e
+        traceback.print_exc()
+        finish(1)
+    display.error(
+        "out of GPU memory: lower --max-tokens (train) or --batch-size (translate, evaluate, "
+        "score); the run's last checkpoint is kept"
+    )
+    return 2
 
 
 def finish(code: int) -> NoReturn:

@@ -16,7 +16,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from seq2seq.cli.io import ReaderLeft
+from seq2seq.files.reading import ReaderLeft
 from seq2seq.training.reporter import Reporter
 
 

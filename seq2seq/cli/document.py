@@ -4,9 +4,9 @@ read whole, translated (seq2seq/documents) and written whole: to --output, or st
 from pathlib import Path
 
 from seq2seq.cli import display
-from seq2seq.cli.io import _open, _read_some
-from seq2seq.cli.outputs import OutputFile
 from seq2seq.errors import Seq2SeqError
+from seq2seq.files.reading import _open, _read_some
+from seq2seq.files.writing import OutputFile
 
 
 def read_document(path: Path | None) -> str:
@@ -27,15 +27,24 @@ def read_document(path: Path | None) -> str:
         raise Seq2SeqError(f"{name}: line {line} is not valid UTF-8") from None
 
 
-def translate_file(model, tokenizer, text: str, format: str, options, output: Path | None) -> None:
-    """Translate the document and write it; the notices (tags kept at a sentence's end, sentences
-    cut) on stderr."""
+def translate_document_file(args, text, format: str, options, run: Path, device: str, quantize) -> None:
+    """`translate`'s document: alone (no TEXT, nor what goes with lines), read, translated and
+    written whole; the notices (tags kept at a sentence's end, sentences cut) on stderr."""
     from seq2seq.documents.translate import translate_document
+    from seq2seq.runs.load import load_run
 
-    done = translate_document(model, tokenizer, text, format, options)
+    check_alone({"TEXT": text, "--nbest": options.nbest > 1, "--num-samples": options.num_samples > 1,
+                 "--show-attention": args.show_attention, "--attention-png": args.attention_png,
+                 "--attention-html": args.attention_html, "--beam-trace": args.beam_trace,
+                 "--prefix": args.prefix, "--prefix-file": args.prefix_file, "--constraint": args.constraint,
+                 "--avoid": args.avoid, "--constraints-file": args.constraints_file,
+                 "--glossary": args.glossary})  # fmt: skip
+    source = read_document(args.input)  # read before anything is written: --output may be a pipe
+    model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
+    done = translate_document(model, tokenizer, source, format, options)
     for notice in done.notices:
         display.warn(notice)
-    with OutputFile(output) as out:  # standard output for None
+    with OutputFile(args.output) as out:  # standard output for None
         out.write(done.text.encode("utf-8"))
 
 

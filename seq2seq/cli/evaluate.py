@@ -2,12 +2,12 @@
 significance test) and how likely it finds given ones (forced decoding)."""
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
 from seq2seq.cli import display
-from seq2seq.cli.io import one_line, read_lines
 from seq2seq.cli.options import (
     BATCH_SIZE,
     DATA_DIR,
@@ -18,113 +18,111 @@ from seq2seq.cli.options import (
     check_precision,
     decode_parameters,
     decoding,
+    field_parameters,
     one_of,
     run_dir,
+    taken,
     with_parameters,
 )
-from seq2seq.cli.outputs import Outputs, write_lines
 from seq2seq.decoding.options import ONE_BEST
 from seq2seq.errors import Seq2SeqError
+from seq2seq.fields import option
+from seq2seq.files.reading import one_line, read_lines
+from seq2seq.files.writing import Outputs, write_lines
+from seq2seq.report import paired_json, report_json
+
+
+@dataclass
+class EvaluateArgs:
+    """`evaluate`'s own options (beside --run, --data-dir, --device, --quantize and decoding's)."""
+
+    split: str = option("test_2016_flickr", "Corpus split to translate and score.")
+    source: Path | None = option(None, "Source file (with --reference).")
+    reference: Path | None = option(None, "Reference file.")
+    output: Path | None = option(None, "Write the hypotheses here.")
+    as_json: bool = option(False, "Print one JSON object.", flag="--json")
+    baseline: Path | None = option(
+        None, "Another system's translations of the same test set, to test against."
+    )
+    baseline_run: Path | None = option(
+        None, "Another run: translate the test set with it and test against it."
+    )
+    paired: str = option("bs", "bs: paired bootstrap; ar: approximate randomization.")
+    resamples: int = option(0, "[default: 1000 for bs, 10000 for ar]", 0, None)
+
+    def check(self, run: Path) -> None:
+        from seq2seq.evaluate import TESTS
+
+        if self.baseline is not None and self.baseline_run is not None:
+            raise typer.BadParameter("give --baseline or --baseline-run, not both", param_hint="--baseline")
+        one_of(self.paired, TESTS, "--paired")
+        if (self.source is None) != (self.reference is None):
+            raise typer.BadParameter("--source and --reference go together", param_hint="--source")
+        outputs = Outputs(self.source, self.reference, self.baseline, run=run, reads=(self.baseline_run,))
+        outputs.claim("--output", self.output)
 
 
 def evaluate(
     run: Path | None = RUN,
     data_dir: str | None = DATA_DIR,
-    split: str = typer.Option("test_2016_flickr", help="Corpus split to translate and score."),
-    source: Path | None = typer.Option(None, "--source", help="Source file (with --reference)."),
-    reference: Path | None = typer.Option(None, "--reference", help="Reference file."),
-    output: Path | None = typer.Option(None, "--output", help="Write the hypotheses here."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     device: str = DEVICE,
     quantize: str | None = QUANTIZE,
-    baseline: Path | None = typer.Option(
-        None, "--baseline", help="Another system's translations of the same test set, to test against."
-    ),
-    baseline_run: Path | None = typer.Option(
-        None, "--baseline-run", help="Another run: translate the test set with it and test against it."
-    ),
-    paired: str = typer.Option("bs", "--paired", help="bs: paired bootstrap; ar: approximate randomization."),
-    resamples: int = typer.Option(0, "--resamples", min=0, help="[default: 1000 for bs, 10000 for ar]"),
     **given,
 ):
     """Translate a test set and print BLEU and chrF with their sacreBLEU signatures; with a baseline,
     both systems' scores with 95% confidence intervals and the p-value of their difference."""
-    from seq2seq.data.corpus import load_pairs
-    from seq2seq.evaluate import TESTS, compare
+    from seq2seq.evaluate import compare
     from seq2seq.evaluate import evaluate as evaluate_pairs
     from seq2seq.runs.load import load_run
-    from seq2seq.runs.recipe import stored_languages
 
-    run = run_dir(run)
-
+    args, run = taken(EvaluateArgs, given), run_dir(run)
     options = decoding(given)
     check_precision(quantize, options.bf16)
-    if baseline is not None and baseline_run is not None:
-        raise typer.BadParameter("give --baseline or --baseline-run, not both", param_hint="--baseline")
-    one_of(paired, TESTS, "--paired")
-    if (source is None) != (reference is None):
-        raise typer.BadParameter("--source and --reference go together", param_hint="--source")
-    Outputs(source, reference, baseline, run=run, reads=(baseline_run,)).claim("--output", output)
-    if source is not None:
-        sources, references = read_lines(source), read_lines(reference)
-        if len(sources) != len(references):
-            raise Seq2SeqError(f"{source} has {len(sources)} lines but {reference} has {len(references)}")
-        pairs, what = list(zip(sources, references, strict=True)), f"{source}"
-    else:
-        corpus, src, tgt = stored_languages(run)
-        pairs = load_pairs(corpus, split, src, tgt, data_dir)
-        what = f"{corpus} {split} {src}->{tgt}"
-    baseline_lines = read_lines(baseline) if baseline is not None else None
+    args.check(run)
+    pairs, what = test_pairs(args, run, data_dir)
+    baseline_lines = read_lines(args.baseline) if args.baseline is not None else None
     if baseline_lines is not None and len(baseline_lines) != len(pairs):
-        raise Seq2SeqError(f"{baseline} has {len(baseline_lines)} lines but the test set has {len(pairs)}")
+        raise Seq2SeqError(
+            f"{args.baseline} has {len(baseline_lines)} lines but the test set has {len(pairs)}"
+        )
     model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
-    if baseline_run is not None:  # decoded the same way as the run under test
-        other, other_tokenizer = load_run(baseline_run, device, quantize=quantize, packed=True)
+    if args.baseline_run is not None:  # decoded the same way as the run under test
+        other, other_tokenizer = load_run(args.baseline_run, device, quantize=quantize, packed=True)
         baseline_lines = evaluate_pairs(other, other_tokenizer, pairs, options).hypotheses
     result = evaluate_pairs(model, tokenizer, pairs, options)
-    if output is not None:
-        write_lines([one_line(h) for h in result.hypotheses], output)
-    report = {
-        "bleu": round(result.scores.bleu, 2),
-        "chrf": round(result.scores.chrf, 2),
-        "signature": result.scores.signature,
-        "bleu_signature": result.scores.bleu_signature,
-        "chrf_signature": result.scores.chrf_signature,
-        "sentences": result.scores.sentences,
-        "seconds": round(result.seconds, 2),
-        "beam": options.beam,
-        "test_set": what,
-        "run": str(run),
-    }
+    if args.output is not None:
+        write_lines([one_line(h) for h in result.hypotheses], args.output)
+    report = report_json(result, options.beam, what, run)
     if baseline_lines is not None:
-        comparison = compare(result.hypotheses, baseline_lines, [t for _, t in pairs], paired, resamples)
-        report["paired_test"] = paired_report(comparison, str(baseline or baseline_run))
-    if as_json:
+        comparison = compare(
+            result.hypotheses, baseline_lines, [t for _, t in pairs], args.paired, args.resamples
+        )
+        report["paired_test"] = paired_json(comparison, str(args.baseline or args.baseline_run))
+    if args.as_json:
         write_lines([json.dumps(report)], None)
     else:
         display.scores(report)
 
 
-with_parameters(evaluate, decode_parameters(ONE_BEST))  # one hypothesis a line is scored
+def test_pairs(args: EvaluateArgs, run: Path, data_dir: str | None) -> tuple[list[tuple[str, str]], str]:
+    """The pairs to score, and what they are: --source and --reference, else the run's corpus split."""
+    if args.source is not None:
+        sources, references = read_lines(args.source), read_lines(args.reference)
+        if len(sources) != len(references):
+            raise Seq2SeqError(
+                f"{args.source} has {len(sources)} lines but {args.reference} has {len(references)}"
+            )
+        return list(zip(sources, references, strict=True)), f"{args.source}"
+    from seq2seq.data.corpus import load_pairs
+    from seq2seq.runs.recipe import stored_languages
+
+    corpus, src, tgt = stored_languages(run)
+    return load_pairs(corpus, args.split, src, tgt, data_dir), f"{corpus} {args.split} {src}->{tgt}"
 
 
-def paired_report(comparison, baseline: str) -> dict:
-    """The paired test as JSON: for each metric, both systems' estimates and the p-value."""
-    from dataclasses import asdict
-
-    def rounded(d: dict) -> dict:
-        return {k: round(v, 4) if isinstance(v, float) else v for k, v in d.items()}
-
-    out = {"test": comparison.test, "resamples": comparison.resamples, "baseline": baseline}
-    for metric in ("bleu", "chrf"):
-        difference = getattr(comparison, metric)
-        out[metric] = {
-            "system": rounded(asdict(difference.system)),
-            "baseline": rounded(asdict(difference.baseline)),
-            "p_value": round(difference.p_value, 6),
-            "signature": difference.signature,
-        }
-    return out
+with_parameters(
+    evaluate, field_parameters(EvaluateArgs) + decode_parameters(ONE_BEST)
+)  # one hypothesis a line is scored
 
 
 def score(

@@ -42,7 +42,9 @@ def field_option(f: dataclasses.Field, hint, bounds: bool = True) -> typer.Optio
         callback = choice_of(meta["choices"])
     default = f.default if meta["unset"] is dataclasses.MISSING else meta["unset"]
     flags = [meta["flag"]] if meta["flag"] else []
-    return typer.Option(default, *flags, min=low, max=high, callback=callback, help=meta["help"])
+    return typer.Option(
+        default, *flags, min=low, max=high, callback=callback, help=meta["help"], envvar=meta.get("envvar")
+    )
 
 
 def choice_of(choices: tuple[str, ...]):
@@ -87,6 +89,12 @@ def shape_parameters() -> list[inspect.Parameter]:
                 ),
             )
     return list(parameters.values())
+
+
+def taken(cls, given: dict):
+    """The options dataclass `cls` of a command (its fields: `field_parameters(cls)`), its values
+    taken out of the command's `given` (its other options stay)."""
+    return cls(**{f.name: given.pop(f.name) for f in dataclasses.fields(cls) if f.name in given})
 
 
 def with_parameters(command, parameters: list[inspect.Parameter]):

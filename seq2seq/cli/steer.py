@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.cli.io import line_groups
-from seq2seq.cli.outputs import write_file
+from seq2seq.files.reading import line_groups
+from seq2seq.files.writing import write_file
 
 
 def prefix_lines(prefix: str | None, prefix_file: Path | None) -> list[str] | None:
@@ -115,7 +115,23 @@ class Steer:
     def __init__(self, prefix: str | None, prefixes: list[str] | None, trace: TraceFile, terms: Terms):
         self.prefix, self.prefixes, self.trace, self.terms = prefix, prefixes, trace, terms
 
-    def of(self, first: int, count: int) -> list[str] | None:
+    def prefixes_of(self, first: int, count: int) -> list[str] | None:
+        """The prefixes of `count` lines from line `first` (None: no prefix)."""
         if self.prefixes is not None:
             return self.prefixes[first - 1 : first - 1 + count]
         return None if self.prefix is None else [self.prefix] * count
+
+    @classmethod
+    def of(cls, args, texts: list[str] | None, options) -> tuple["Steer", list[str] | None]:
+        """The steering `translate`'s args ask for, and the input's lines (`texts`, or read whole
+        where a file of prefixes or constraints must pair up with them before anything is
+        written; else None: streamed)."""
+        prefixes = prefix_lines(args.prefix, args.prefix_file)
+        terms = Terms(args.constraint, args.avoid, args.constraints_file, args.glossary, args.ignore_case)
+        if terms.given:
+            options.check_terms()
+        if prefixes is not None or terms.per_line is not None:
+            texts = texts or whole(args.input)
+        if prefixes is not None:
+            check_count(prefixes, len(texts), args.prefix_file)
+        return cls(args.prefix, prefixes, TraceFile(args.beam_trace), terms), texts

@@ -105,18 +105,7 @@ def train(
         raise typer.BadParameter(str(e)) from None
     run = run_dir(run, config.corpus, config.src, config.tgt)
     typed = typed_options(ctx)
-    if "stream_part" in typed and not config.stream:
-        raise typer.BadParameter(
-            "a part is what --stream reads at a time; give --stream", param_hint="--stream-part"
-        )
-    shaped = [
-        name for name in ("preset", "arch", "dropout", "vocab_size", *ARCHITECTURE_OPTIONS) if name in typed
-    ]
-    if config.init_from is not None and shaped:
-        flag = "--" + shaped[0].replace("_", "-")
-        raise typer.BadParameter(
-            f"the model and tokenizer are those of --init-from {config.init_from}", param_hint=flag
-        )
+    check_typed(typed, config)
     for notice in check_typed_options(run, typed):
         display.warn(notice)
     stop_requested = install_stop_handlers()
@@ -130,6 +119,25 @@ def train(
 
 # the recipe's options (TrainConfig's fields), then the model's shape (the architectures' configs')
 with_parameters(train, field_parameters(TrainConfig) + shape_parameters())
+
+
+def check_typed(typed: dict[str, object], config: TrainConfig) -> None:
+    """What the options typed cannot ask of this recipe: a part size without --stream, a model
+    shape or vocabulary beside --init-from (whose run has both)."""
+    from seq2seq.models.registry import ARCHITECTURE_OPTIONS
+
+    if "stream_part" in typed and not config.stream:
+        raise typer.BadParameter(
+            "a part is what --stream reads at a time; give --stream", param_hint="--stream-part"
+        )
+    shaped = [
+        name for name in ("preset", "arch", "dropout", "vocab_size", *ARCHITECTURE_OPTIONS) if name in typed
+    ]
+    if config.init_from is not None and shaped:
+        flag = "--" + shaped[0].replace("_", "-")
+        raise typer.BadParameter(
+            f"the model and tokenizer are those of --init-from {config.init_from}", param_hint=flag
+        )
 
 
 def architecture_config(arch: str, preset: str, dropout: float, options: dict[str, object]):

@@ -3,8 +3,10 @@
 
 from pathlib import Path
 
+import typer
+
 from seq2seq.cli import display
-from seq2seq.cli.outputs import Outputs, numbered, write_file
+from seq2seq.files.writing import Outputs, numbered, write_file
 
 PAGE_MB = 50  # an --attention-html page past this many MB gets a notice: browsers grow slow to open it
 
@@ -33,6 +35,21 @@ class Views:
         self.page_size, self.page_told = 0, False
         self.wanted = heatmap or path is not None or html is not None
         self.first, self.several = None, False
+
+    @classmethod
+    def of(cls, args, run: Path, outputs: Outputs) -> "Views":
+        """The views `translate`'s args ask for; --layer and --head go with a map drawn, and
+        --attention-png with matplotlib, each said before any work."""
+        for name, value in (("--layer", args.layer), ("--head", args.head)):
+            if value is not None and not (args.show_attention or args.attention_png):
+                raise typer.BadParameter("goes with --show-attention or --attention-png", param_hint=name)
+        if args.attention_png is not None:
+            from seq2seq.views import plots
+
+            plots.require()
+        return cls(
+            args.show_attention, args.attention_png, args.layer, args.head, args.attention_html, run, outputs
+        )
 
     def show(self, number: int, maps) -> None:
         if self.html is not None:

@@ -7,8 +7,9 @@
   answer is 503 with `Retry-After`, the seconds the queue takes at the rate seen lately.
 - A request waits at most `timeout` seconds (504 after it), and no longer than its client stays:
   either way its future is cancelled, so the worker drops it if it has not started it.
-- A refusal is cheap: `Busy` weighs a request from its raw body (one C-speed `json.loads`) and
-  refuses it there, before the framework routes, parses, validates and checks it. Under a flood
+- A refusal is cheap: `Busy` parses a request's raw body (one C-speed `json.loads`), weighs it and
+  refuses it there, before the framework routes, validates and checks it. What it parsed is kept
+  in the request's scope (`PARSED`): the route validates that, never parsing the body again. Under a flood
   most requests are refused, so that cost is the event loop's, and every client's wait.
 """
 
@@ -82,14 +83,13 @@ async def answer(request: Request, batcher: Batcher, job: Job, timeout: float):
     raise HTTPException(504, f"no answer within this server's {timeout:g} s a request; the work was dropped")
 
 
-def weight_of(body: bytes, default_beam: int, max_lines: int, max_beam: int) -> int | None:
-    """What a decode request's raw body will weigh in the queue (its lines x beam, or x samples,
-    as `Job.weight`); None when the fields that weigh it are not a JSON object's, or of the wrong
-    type, or out of range: the app then says what is wrong."""
-    try:
-        fields = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
+PARSED = "seq2seq.json"  # the scope's key of the body Busy parsed
+
+
+def weight_of(fields: object, default_beam: int, max_lines: int, max_beam: int) -> int | None:
+    """What a decode request's parsed body will weigh in the queue (its lines x beam, or x
+    samples, as `Job.weight`); None when the fields that weigh it are not a JSON object's, or of
+    the wrong type, or out of range: the app then says what is wrong."""
     if not isinstance(fields, dict):
         return None
     text, beam = fields.get("text"), fields.get("beam")
@@ -133,12 +133,23 @@ class Busy:
             admit(self.batcher, 1, self.max_queue)  # no room even for the least a request can weigh
             if scope["method"] == "POST" and _is_json(scope):
                 messages = await _read_body(receive)
-                weight = weight_of(b"".join(m.get("body", b"") for m in messages), **self.weigh)
+                weight = weight_of(_parsed(scope, messages), **self.weigh)
                 if weight is not None:
                     admit(self.batcher, weight, self.max_queue)
         except HTTPException as e:  # the queue's refusal, or the body check's (too large, not UTF-8)
             return await refuse(send, e.status_code, e.detail, e.headers)
         return await self.app(scope, _replay(messages, receive), send)
+
+
+def _parsed(scope, messages: list[dict]) -> object:
+    """The body of `messages` parsed, and kept in `scope` for the route (None: not JSON; the
+    route's own parse then says why)."""
+    try:
+        fields = json.loads(b"".join(m.get("body", b"") for m in messages))
+    except (ValueError, RecursionError):
+        return None
+    scope[PARSED] = fields
+    return fields
 
 
 def _is_json(scope) -> bool:

@@ -24,6 +24,7 @@ from dataclasses import astuple, dataclass, replace
 from seq2seq.allocator import release_freed_memory
 from seq2seq.decoding.attention import attention_batch
 from seq2seq.decoding.search import DecodeOptions, Translations, source_ids, translate
+from seq2seq.trust.signals import check_pairs
 
 IDLE_SECONDS = 1.0
 MAX_WAIT_SECONDS = 10.0  # a batch waits for company at most this long, whatever --max-wait-ms says
@@ -33,7 +34,7 @@ MAX_WAIT_SECONDS = 10.0  # a batch waits for company at most this long, whatever
 class Job:
     """One request: its lines, how to decode them, and where its answer goes."""
 
-    work: str  # "translate": Translations; "attention": list[AttentionMaps]
+    work: str  # "translate": Translations; "attention": list[AttentionMaps]; "check": list[Signals]
     lines: list[str]
     options: DecodeOptions
     translations: list[str] | None = None  # attention of given (forced) translations
@@ -201,6 +202,11 @@ class Batcher:
                 terms = None if first.terms is None else [t for job in jobs for t in job.terms]
                 result = translate(self.model, self.tokenizer, lines, options, prefixes, constraints=terms)
                 answers = self._split_translations(result, jobs)
+            elif first.work == "check":
+                forced = [t for job in jobs for t in job.translations]
+                answers = _split(
+                    check_pairs(self.model, self.tokenizer, lines, forced, options.batch_size), jobs
+                )
             else:
                 forced = None if first.translations is None else [t for j in jobs for t in j.translations]
                 asked = first.alternatives, first.trace

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
-from seq2seq.cli.io import ReaderLeft, is_regular
 from seq2seq.errors import Seq2SeqError
+from seq2seq.files.reading import ReaderLeft, is_regular
 
 
 class Outputs:
@@ -175,9 +175,7 @@ class OutputFile:
         if self.written == 0 or not self.keeps_partial:
             self.partial.unlink(missing_ok=True)
         else:
-            from seq2seq.cli.display import warn
-
-            warn(f"the first {self.written} output lines are kept in {self.partial}")
+            sys.stderr.write(f"warning: the first {self.written} output lines are kept in {self.partial}\n")
 
 
 class LineWriter(OutputFile):

@@ -1,4 +1,4 @@
-"""Lines in and out of the command line: files or stdin/stdout, UTF-8, one line out per line in."""
+"""Lines in: files or standard input, UTF-8 and checked, one at a time or in groups."""
 
 import io
 import os

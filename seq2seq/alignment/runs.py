@@ -1,0 +1,59 @@
+"""Word alignment with a run, as `seq2seq align` does it: the head its guided training taught (read
+where it was trained), both directions of two runs combined, and eflomal beside the model on the
+run's own training pairs. The command parses, calls these and prints."""
+
+from pathlib import Path
+
+from seq2seq.alignment.api import Alignment, symmetrized
+from seq2seq.alignment.api import align as align_pairs
+from seq2seq.alignment.methods import Method
+from seq2seq.decoding.attention import cross_layers
+from seq2seq.decoding.options import DecodeOptions
+from seq2seq.errors import Seq2SeqError
+from seq2seq.runs.recipe import run_trained_head, stored_languages
+
+
+def trained_method(run: Path, model, steps: int) -> Method | None:
+    """The method that reads the head the run's --guided-alignment trained (None for a run trained
+    without), as Marian's and fairseq's aligners read theirs."""
+    trained = run_trained_head(run, cross_layers(model))
+    return None if trained is None else Method(*trained, steps)
+
+
+def describe_trained(method: Method) -> str:
+    """What a user is told when the trained head is read."""
+    where = ", shifted by one (Shift-Att)" if method.name == "shift" else ""
+    return (
+        f"aligning with the head --guided-alignment trained: layer {method.layer} head {method.head}{where}"
+    )
+
+
+def check_turned_round(run: Path, reverse_run: Path) -> None:
+    """Before any model loads: the reverse run must translate the run's languages the other way."""
+    (_, src, tgt), (_, back_src, back_tgt) = stored_languages(run), stored_languages(reverse_run)
+    if (back_src, back_tgt) != (tgt, src):
+        raise Seq2SeqError(f"--reverse-run {reverse_run} translates {back_src}->{back_tgt}, not {tgt}->{src}")
+
+
+def both_directions(
+    found: list[Alignment], reverse, method: Method, rule: str, threshold: float, options: DecodeOptions
+) -> list[Alignment]:
+    """The forward alignments `found` combined with the reverse run's (`reverse`: its model and
+    tokenizer) of the same pairs turned round (the forward run's translations when no target was
+    given), read with `method`: the mean of the two directions' word scores, extracted by `rule`."""
+    model, tokenizer = reverse
+    # a pair with a side of no words (a translation to nothing) has no links: aligned as blank
+    sources = [" ".join(a.source_words) if a.target_words else "" for a in found]
+    targets = [" ".join(a.target_words) for a in found]
+    turned = "the reverse run reads each pair turned round: "
+    sides = (f"{turned}target", f"{turned}source")
+    back = align_pairs(model, tokenizer, targets, sources, method, "argmax", 0.0, options, sides)
+    return symmetrized(found, back, rule, threshold)
+
+
+def eflomal_links(run: Path, data_dir: str | None, sources: list[str], targets: list[str]) -> list[set]:
+    """eflomal's links (grow-diag-final-and) of the pairs, trained with the run's training pairs."""
+    from seq2seq.alignment.baseline import eflomal_with_corpus
+
+    links, _ = eflomal_with_corpus(sources, targets, *stored_languages(run), data_dir)
+    return [pair.sure for pair in links]

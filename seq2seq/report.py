@@ -1,0 +1,39 @@
+"""An evaluation as the JSON `seq2seq evaluate --json` prints: the scores of a run's translations
+(`evaluate.evaluate`'s result) and a paired test against a baseline (`evaluate.compare`'s)."""
+
+from dataclasses import asdict
+from pathlib import Path
+
+
+def report_json(result, beam: int, what: str, run: Path) -> dict:
+    """`evaluate --json`'s object: the scores with their signatures, the time, what was scored."""
+    return {
+        "bleu": round(result.scores.bleu, 2),
+        "chrf": round(result.scores.chrf, 2),
+        "signature": result.scores.signature,
+        "bleu_signature": result.scores.bleu_signature,
+        "chrf_signature": result.scores.chrf_signature,
+        "sentences": result.scores.sentences,
+        "seconds": round(result.seconds, 2),
+        "beam": beam,
+        "test_set": what,
+        "run": str(run),
+    }
+
+
+def paired_json(comparison, baseline: str) -> dict:
+    """The paired test as JSON: for each metric, both systems' estimates and the p-value."""
+
+    def rounded(d: dict) -> dict:
+        return {k: round(v, 4) if isinstance(v, float) else v for k, v in d.items()}
+
+    out = {"test": comparison.test, "resamples": comparison.resamples, "baseline": baseline}
+    for metric in ("bleu", "chrf"):
+        difference = getattr(comparison, metric)
+        out[metric] = {
+            "system": rounded(asdict(difference.system)),
+            "baseline": rounded(asdict(difference.baseline)),
+            "p_value": round(difference.p_value, 6),
+            "signature": difference.signature,
+        }
+    return out

@@ -1,0 +1,100 @@
+"""The trust signals (seq2seq/trust/signals.py) on every registered architecture: the sentence
+score is forced decoding's (`score_pairs`), words carry their pieces' log-probabilities, the same
+pair gives the same signals alone or in a batch; and the detection benchmark's construction
+(scripts/bench_trust.py) makes each error as it says, scored by a correct AUROC."""
+
+import random
+
+import numpy as np
+import pytest
+
+from scripts import bench_trust
+from seq2seq.decoding.forced import score_pairs
+from seq2seq.errors import Seq2SeqError
+from seq2seq.runs.load import load_run
+from seq2seq.trust.signals import check_pairs
+from tests.conftest import caption_tokenizer, tiny_model, write_run
+from tests.serve_helpers import tiny_rnn
+
+SOURCES = ["a dog runs in the park", "two men talk", "a girl in a red coat sits on a bench"]
+TARGETS = ["un chien court dans le parc", "deux hommes parlent parlent parlent parlent", ""]
+
+
+@pytest.fixture(scope="module", params=["transformer", "rnn"])
+def pair(request, tmp_path_factory):
+    root = tmp_path_factory.mktemp("trust")
+    tokenizer = caption_tokenizer(root / "tok.model")
+    make = (lambda v: tiny_model(v, seed=3)) if request.param == "transformer" else (lambda v: tiny_rnn(v, 3))
+    return load_run(write_run(root / "run", make, tokenizer))
+
+
+def test_the_score_is_forced_decodings_and_words_hold_their_pieces(pair):
+    model, tokenizer = pair
+    signals = check_pairs(model, tokenizer, SOURCES, TARGETS)
+    forced = score_pairs(model, tokenizer, SOURCES, TARGETS)
+    for s, f, target in zip(signals, forced, TARGETS, strict=True):
+        assert s.score * f.pieces == pytest.approx(f.total, abs=1e-3)
+        assert s.target_words == target.split() and len(s.word_logprobs) == len(s.target_words)
+        assert all(lp <= 0 for lp in s.word_logprobs)
+        assert sum(s.word_logprobs) >= f.total - 1e-4  # the end of sentence's share is left out
+    assert [len(s.coverage) for s in signals] == [len(x.split()) for x in SOURCES]
+    assert signals[1].repetition > 0 and signals[0].repetition == 0
+    assert signals[2].target_words == [] and signals[2].coverage == [0.0] * len(SOURCES[2].split())
+
+
+def test_a_pair_gives_the_same_signals_alone_or_in_a_batch(pair):
+    model, tokenizer = pair
+    together = check_pairs(model, tokenizer, SOURCES, TARGETS, batch_size=3)
+    for i in range(len(SOURCES)):
+        (alone,) = check_pairs(model, tokenizer, [SOURCES[i]], [TARGETS[i]], batch_size=1)
+        assert alone.score == pytest.approx(together[i].score, abs=1e-5)
+        assert alone.dependence == pytest.approx(together[i].dependence, abs=1e-5)
+        assert np.allclose(alone.coverage, together[i].coverage, atol=1e-5)
+        assert np.allclose(alone.word_logprobs, together[i].word_logprobs, atol=1e-5)
+
+
+def test_pairs_that_do_not_pair_up_are_one_line(pair):
+    model, tokenizer = pair
+    with pytest.raises(Seq2SeqError, match="2 sources but 1 translations"):
+        check_pairs(model, tokenizer, SOURCES[:2], TARGETS[:1])
+    with pytest.raises(Seq2SeqError, match=r"translation 1 has \d+ pieces; the model's limit"):
+        check_pairs(model, tokenizer, ["a"], ["chien " * 200])
+
+
+def test_each_error_of_the_benchmark_is_made_as_it_says():
+    words = ["un", "homme", "en", "veste", "rouge", "marche", "dans", "la", "rue", "."]
+    other = ["deux", "enfants", "jouent", "au", "ballon", "sur", "la", "plage", "."]
+    rng = random.Random(0)
+    assert bench_trust.wronged("omission, clause", words, other, rng) == [
+        "un",
+        "homme",
+        "en",
+        "veste",
+        "rouge",
+        "marche",
+        ".",
+    ]
+    dropped = bench_trust.wronged("omission, words", words, other, rng)
+    assert len(dropped) == len(words) - 2 and "marche" not in dropped and "homme" not in dropped
+    assert bench_trust.wronged("hallucination, other", words, other, rng) == other
+    assert bench_trust.wronged("hallucination, loop", words, other, rng) == ["un", "homme", "en"] * 4
+    swapped = bench_trust.wronged("wrong word", words, other, rng)
+    assert len(swapped) == len(words) and sum(a != b for a, b in zip(swapped, words, strict=True)) == 1
+    assert bench_trust.wronged("omission, clause", ["un", "chien", "."], other, rng) is None
+
+
+def test_the_cases_hold_every_pair_as_it_is_and_never_a_pair_with_its_own_reference():
+    pairs = [(f"source {i}", f"le chat numero{i} dort dans la maison rouge .") for i in range(20)]
+    built = bench_trust.cases(pairs, seed=1)
+    assert [t for k, _, t in built if k == "correct"] == [t for _, t in pairs]
+    for kind, source, translation in built:
+        if kind != "correct":
+            assert translation != dict(pairs)[source], kind
+    assert built == bench_trust.cases(pairs, seed=1)  # seeded
+
+
+def test_auroc_is_the_chance_a_wrong_pair_scores_above_a_right_one():
+    assert bench_trust.auroc(np.array([3.0, 4.0]), np.array([1.0, 2.0])) == 1.0
+    assert bench_trust.auroc(np.array([1.0, 2.0]), np.array([3.0, 4.0])) == 0.0
+    assert bench_trust.auroc(np.array([1.0, 1.0]), np.array([1.0, 1.0])) == 0.5
+    assert bench_trust.auroc(np.array([2.0, 4.0]), np.array([1.0, 3.0])) == 0.75
