@@ -40,6 +40,7 @@ TRAINING = (
     "seq2seq/models",
     "seq2seq/data",
     "seq2seq/training",
+    "seq2seq/runs",
     "seq2seq/decoding",
     "seq2seq/evaluate.py",
     "seq2seq/device.py",
@@ -53,6 +54,7 @@ DEPENDS = {
     "serve-load": (  # the server's batching of one-line clients against the batched library call
         "seq2seq/serve",
         "seq2seq/cli/serve.py",
+        "seq2seq/runs",
         "seq2seq/models",
         "seq2seq/decoding",
         "seq2seq/data",
@@ -61,6 +63,7 @@ DEPENDS = {
         "scripts/bench_serve.py",
     ),
     "terminology": (  # constrained beam search against the plain beam
+        "seq2seq/runs",
         "seq2seq/models",
         "seq2seq/decoding",
         "seq2seq/data",
@@ -71,6 +74,7 @@ DEPENDS = {
         "scripts/common.py",
     ),
     "decode-vs-ctranslate2": (  # our search, and the engine on the weights export writes for it
+        "seq2seq/runs",
         "seq2seq/models",
         "seq2seq/decoding",
         "seq2seq/data",
@@ -148,7 +152,8 @@ def fingerprint(paths: tuple[str, ...], commit: str | None = None, root: Path = 
 def clean_commit(paths: tuple[str, ...], root: Path = REPO) -> str:
     """HEAD's short id, refusing a working tree whose `paths` differ from it: a stamp must name
     code that exists."""
-    if git("status", "--porcelain", "--", *paths, root=root).strip():
+    changed = git("status", "--porcelain", "--ignored", "--", *paths, root=root).splitlines()
+    if any(line.endswith(SUFFIXES) for line in changed):  # an ignored module runs too
         raise SystemExit(f"uncommitted changes under {', '.join(paths)}: commit before measuring")
     return git("rev-parse", "--short", "HEAD", root=root).strip()
 

@@ -60,8 +60,14 @@ def seq2seq(*args: str) -> str:
 
 
 def commit() -> str:
+    """HEAD's id, "+uncommitted changes" where the package differs from it: a changed file, or a
+    module git does not hold (untracked, or hidden by an ignore rule)."""
     proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "seq2seq"]).returncode != 0
+    others = subprocess.run(
+        ["git", "ls-files", "--others", "--", "seq2seq/*.py"], capture_output=True, text=True
+    )
+    dirty = dirty or bool(others.stdout.strip())
     return proc.stdout.strip() + ("+uncommitted changes" if dirty else "") if proc.returncode == 0 else "?"
 
 
