@@ -3,7 +3,7 @@ built from Multi30k's own pairs, each signal's AUROC per error type, chosen on a
 (val) and reported on test splits (test_2016_flickr + test_2017_flickr); and how the sentence score
 follows the sentence chrF of the model's own translations.
 
-    python -m scripts.bench_trust --run runs/multi30k-en-fr-1206c --data-dir ../shared/corpora/multi30k
+    python -m scripts.bench_trust --run runs/multi30k-en-fr-1206c --data-dir ../shared/corpora/multi30k --figure
 
 The benchmark (`cases`, seeded): every pair of a split as it is (correct), and each pair made wrong
 one way, against its own source:
@@ -25,6 +25,7 @@ import time
 import numpy as np
 import sacrebleu
 
+from scripts import figures
 from scripts.common import cpu
 from seq2seq.data.corpus import load_pairs
 from seq2seq.decoding.options import DecodeOptions
@@ -130,9 +131,13 @@ def combined(x: np.ndarray, model) -> np.ndarray:
     return np.hstack([(x - mean) / scale, np.ones((len(x), 1))]) @ w
 
 
-def table(dev, test) -> None:
+COLUMNS = ["error", "pairs", *SIGNALS, "combination"]
+
+
+def table(dev, test) -> list[list[str]]:
     """Each signal's AUROC per error type on the test split; the combination fitted on dev."""
-    print(f"{'error':22s} {'pairs':>5s} " + " ".join(f"{name:>13s}" for name in [*SIGNALS, "combination"]))
+    print(f"{'error':22s} {'pairs':>5s} " + " ".join(f"{name:>13s}" for name in COLUMNS[2:]))
+    rows = []
     for kind in KINDS:
         x_dev, y_dev = (np.vstack([dev[kind], dev["correct"]]),
                         np.r_[np.ones(len(dev[kind])), np.zeros(len(dev["correct"]))])  # fmt: skip
@@ -141,12 +146,15 @@ def table(dev, test) -> None:
         scores = [auroc(wrong[:, j], right[:, j]) for j in range(wrong.shape[1])]
         scores.append(auroc(combined(wrong, model), combined(right, model)))
         print(f"{kind:22s} {len(wrong):5d} " + " ".join(f"{a:13.3f}" for a in scores))
+        rows.append([kind, str(len(wrong)), *(f"{a:.3f}" for a in scores)])
+    return rows
 
 
 # the flag each family of errors raises, and the signal it reads (oriented: higher is likelier wrong)
 FLAGS = {
     "omission": (("omission, clause", "omission, words"), "omission"),
     "hallucination": (("hallucination, other", "hallucination, loop"), "hallucination"),
+    "repetition": (("hallucination, loop",), "repetition"),
     "unsure word": (("wrong word",), "-least word"),
 }
 
@@ -162,16 +170,18 @@ def best_threshold(wrong: np.ndarray, right: np.ndarray) -> tuple[float, float]:
     return best
 
 
-def thresholds(dev, test) -> None:
+def thresholds(dev, test) -> list[str]:
     """Each flag's threshold, chosen on dev; its F1 on dev and on test."""
-    names = list(SIGNALS)
+    names, said = list(SIGNALS), []
     for flag, (kinds, signal) in FLAGS.items():
         j = names.index(signal)
         wrong_dev, wrong_test = (np.concatenate([split[k][:, j] for k in kinds]) for split in (dev, test))
         t, f1 = best_threshold(wrong_dev, dev["correct"][:, j])
         caught, false = (wrong_test >= t).sum(), (test["correct"][:, j] >= t).sum()
         f1_test = 2 * caught / (len(wrong_test) + caught + false)
-        print(f"flag {flag!r}: {signal} >= {t:.4f} (F1 dev {f1:.3f}, test {f1_test:.3f})")
+        said.append(f"{flag}: {signal} >= {t:.4f} (F1 dev {f1:.3f}, test {f1_test:.3f})")
+        print(f"flag {said[-1]}")
+    return said
 
 
 def by_kind(built, signals) -> dict[str, np.ndarray]:
@@ -193,7 +203,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--run", required=True)
     p.add_argument("--data-dir", required=True)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--figure", action="store_true", help="write docs/figures/trust.json")
     args = p.parse_args(argv)
+    commit = figures.clean_commit(figures.DEPENDS["trust"]) if args.figure else None
     model, tokenizer = load_run(args.run)
     corpus, src, tgt = stored_languages(args.run)
     dev_pairs = load_pairs(corpus, "val", src, tgt, args.data_dir)
@@ -208,12 +220,21 @@ def main(argv: list[str] | None = None) -> None:
         split[name] = by_kind(
             built, check_pairs(model, tokenizer, [s for _, s, _ in built], [t for _, _, t in built])
         )
-    table(split["dev"], split["test"])
-    thresholds(split["dev"], split["test"])
+    rows = table(split["dev"], split["test"])
+    flags = thresholds(split["dev"], split["test"])
+    pearson = []
     for name in ("test_2016_flickr", "test_2017_flickr"):
         r, n = correlation(model, tokenizer, load_pairs(corpus, name, src, tgt, args.data_dir))
+        pearson.append(f"{name} {r:.3f}")
         print(f"sentence score vs sentence chrF, beam-5 translations of {name} ({n}): Pearson {r:.3f}")
     print(f"({time.perf_counter() - start:.0f} s)")
+    if args.figure:
+        note = (
+            f"AUROC on test_2016 + test_2017 (the combination fitted on val), {args.run}; the flags' "
+            f"thresholds chosen on val: {'; '.join(flags)}. Sentence score against sentence chrF of "
+            f"the model's beam-5 translations, Pearson: {', '.join(pearson)}."
+        )
+        figures.record("trust", COLUMNS, rows, note, commit)
 
 
 if __name__ == "__main__":

@@ -73,6 +73,18 @@ DEPENDS = {
         "scripts/bench_constraints.py",
         "scripts/common.py",
     ),
+    "trust": (  # the error signals of a teacher-forced pass, against a benchmark of made errors
+        "seq2seq/trust",
+        "seq2seq/runs",
+        "seq2seq/models",
+        "seq2seq/decoding",
+        "seq2seq/data",
+        "seq2seq/alignment/words.py",
+        "seq2seq/device.py",
+        "seq2seq/allocator.py",
+        "scripts/bench_trust.py",
+        "scripts/common.py",
+    ),
     "decode-vs-ctranslate2": (  # our search, and the engine on the weights export writes for it
         "seq2seq/runs",
         "seq2seq/models",

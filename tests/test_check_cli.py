@@ -8,7 +8,13 @@ from seq2seq.trust.flags import answer
 from seq2seq.trust.signals import check_pairs
 
 SOURCES = ["a dog runs in the park", "two men talk", "", "a girl sits", ""]
-TARGETS = ["un chien court dans le parc", "deux hommes parlent parlent parlent parlent", "un chat", "", ""]
+TARGETS = [
+    "un chien court dans le parc",
+    "un chat dort un chat dort un chat dort un chat dort",
+    "un chat",
+    "",
+    "",
+]
 
 
 def files(tmp_path, sources=SOURCES, targets=TARGETS):

@@ -6,11 +6,12 @@ attention masses of that model, so another run's may differ: its own bench says.
 
 from seq2seq.trust.signals import Signals
 
-# chosen by `python -m scripts.bench_trust --run RUN --data-dir DIR` on val (docs/log.md)
-OMISSION = 0.45  # Signals.omission at or above: a source word is likely left out
-HALLUCINATION = -0.5  # Signals.hallucination at or above: the output owes its source little
-UNSURE_WORD = -6.0  # a word's log-probability below: "check this word"
-REPEATED = 0.2  # a share of repeated word trigrams at or above: a loop
+# chosen by `python -m scripts.bench_trust --run runs/multi30k-en-fr-1206c --data-dir DIR` on val
+# (each flag's best F1 there; docs/log.md has the table, and each flag's F1 on the test splits)
+OMISSION = 0.1462  # Signals.omission at or above: a source word is likely left out
+HALLUCINATION = -6.4821  # Signals.hallucination at or above: the output owes its source little
+UNSURE_WORD = -10.4374  # a word's log-probability below: "check this word"
+REPEATED = 0.7  # a share of repeated word trigrams at or above: a loop (three words said four times)
 UNCOVERED = 0.5  # a source word attended less than half an output piece's worth is listed (a rule)
 
 
