@@ -3,7 +3,8 @@ built from Multi30k's own pairs, each signal's AUROC per error type, chosen on a
 (val) and reported on test splits (test_2016_flickr + test_2017_flickr); and how the sentence score
 follows the sentence chrF of the model's own translations.
 
-    python -m scripts.bench_trust --run runs/multi30k-en-fr-1206c --data-dir ../shared/corpora/multi30k --figure
+    python -m scripts.bench_trust --run runs/multi30k-en-fr-1206c \
+        --data-dir ../shared/corpora/multi30k --figure
 
 The benchmark (`cases`, seeded): every pair of a split as it is (correct), and each pair made wrong
 one way, against its own source:

@@ -58,3 +58,17 @@ def test_the_product_is_named_with_both_architectures(capsys, monkeypatch):
     assert "a Transformer, or an RNN with attention" in page
     for command in COMMANDS:
         assert re.search(rf"^  {command}\s", help_of([], capsys, monkeypatch), re.M)
+
+
+def test_train_has_a_flag_for_each_shape_field_of_every_architecture(capsys, monkeypatch):
+    """The shape options are the architectures' config fields (models/configs.py), generated."""
+    import dataclasses
+
+    from seq2seq.models.configs import CONFIGS
+
+    page = flat(help_of(["train"], capsys, monkeypatch))
+    for config in CONFIGS.values():
+        for f in dataclasses.fields(config):
+            if "help" in f.metadata:
+                flag = (f.metadata["flag"] or "--" + f.name.replace("_", "-")).split("/")[0]
+                assert f"{flag} " in page and flat(f.metadata["help"]) in page, (config.__name__, f.name)
