@@ -7,6 +7,7 @@
 >>> seq2seq.translate(model, tokenizer, ["The cat sat."], seq2seq.DecodeOptions(), constraints=terms)
 >>> maps = seq2seq.attention(model, tokenizer, "A dog runs.")  # or with a given translation
 >>> maps.weights["cross"].shape  # (layers, heads, output pieces + EOS, source pieces + EOS)
+>>> seq2seq.check_pairs(model, tokenizer, ["A dog runs."], ["Un chien court."])[0].score  # trust
 
 The names below are imported when first used, so `seq2seq --help` does not pay for torch.
 """
@@ -21,6 +22,7 @@ _PUBLIC = {  # name -> the module that defines it
     "AttentionMaps": "seq2seq.decoding.attention",
     "attention": "seq2seq.decoding.attention",
     "attention_batch": "seq2seq.decoding.attention",
+    "check_pairs": "seq2seq.trust.signals",
     "DecodeOptions": "seq2seq.decoding.search",
     "Glossary": "seq2seq.decoding.terms",
     "Terms": "seq2seq.decoding.terms",

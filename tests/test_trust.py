@@ -53,6 +53,12 @@ def test_a_pair_gives_the_same_signals_alone_or_in_a_batch(pair):
         assert np.allclose(alone.word_logprobs, together[i].word_logprobs, atol=1e-5)
 
 
+def test_the_signals_are_the_public_apis():
+    import seq2seq
+
+    assert seq2seq.check_pairs is check_pairs and "check_pairs" in seq2seq.__all__
+
+
 def test_pairs_that_do_not_pair_up_are_one_line(pair):
     model, tokenizer = pair
     with pytest.raises(Seq2SeqError, match="2 sources but 1 translations"):
