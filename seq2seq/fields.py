@@ -27,6 +27,11 @@ def option(
     return field(default=default, metadata=metadata)
 
 
+def option_default(f) -> object:
+    """What an option field defaults to where it is not given: its `unset`, else its default."""
+    return f.default if f.metadata["unset"] is MISSING else f.metadata["unset"]
+
+
 def option_names(cls) -> dict[str, str]:
     """The options of `cls`'s fields, by the name a command's parameter takes from its flag
     (`--heads` -> heads), each -> the field it sets."""

@@ -139,8 +139,7 @@ def align(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device: str =
 
     args, run = taken(AlignArgs, given), run_dir(run)
     outputs = Outputs(args.source, args.target, args.gold, run=run, reads=(args.reverse_run,))
-    for flag in ("--output", "--attention-png", "--attention-html"):
-        outputs.claim(flag, getattr(args, flag[2:].replace("-", "_")))
+    outputs.claim_options(args, "--output", "--attention-png", "--attention-html")
     args.check()
     reverse = None if args.reverse_run is None else run_dir(args.reverse_run)
     if reverse is not None:

@@ -30,7 +30,6 @@ class CheckArgs:
 def check(run: Path | None = RUN, device: str = DEVICE, **given):
     """How far to trust each translation: `score omission hallucination flags` a pair (score: mean
     log-probability a piece, higher is surer; omission, hallucination: higher where likelier)."""
-    from seq2seq.data.tokenizer import is_blank
     from seq2seq.runs.load import load_run
     from seq2seq.trust.flags import answer
     from seq2seq.trust.signals import check_pairs
@@ -41,13 +40,13 @@ def check(run: Path | None = RUN, device: str = DEVICE, **given):
     if len(sources) != len(targets):
         raise Seq2SeqError(f"{args.source} has {len(sources)} lines but {args.target} has {len(targets)}")
     model, tokenizer = load_run(run, device)
-    pairs = list(zip(sources, targets, strict=True))
-    todo = [i for i, (s, t) in enumerate(pairs) if not (is_blank(s) or is_blank(t))]
+    blanks = [blank_side(s, t) for s, t in zip(sources, targets, strict=True)]
+    todo = [i for i, blank in enumerate(blanks) if blank is None]
     found = check_pairs(
         model, tokenizer, [sources[i] for i in todo], [targets[i] for i in todo], args.batch_size
     )
     signals = dict(zip(todo, found, strict=True))
-    answers = [answer(signals.get(i), blank_side(s, t)) for i, (s, t) in enumerate(pairs)]
+    answers = [answer(signals.get(i), blank or None) for i, blank in enumerate(blanks)]
     write_lines([json.dumps(a, ensure_ascii=False) if args.as_json else plain(a) for a in answers], None)
 
 
@@ -55,11 +54,13 @@ with_parameters(check, field_parameters(CheckArgs))
 
 
 def blank_side(source: str, target: str) -> str | None:
+    """None for a pair to check; else the flag of its blank side ("no source", "empty"), or ""
+    where both are blank (nothing to check, nothing flagged)."""
     from seq2seq.data.tokenizer import is_blank
 
-    if is_blank(source) and not is_blank(target):
-        return "no source"
-    return "empty" if is_blank(target) and not is_blank(source) else None
+    return {(False, False): None, (True, False): "no source", (False, True): "empty", (True, True): ""}[
+        is_blank(source), is_blank(target)
+    ]
 
 
 def plain(a: dict) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.decoding.options import GREEDY_HELP, OPTIONS, DecodeOptions, chosen
-from seq2seq.fields import option_names
+from seq2seq.fields import option_default, option_names
 from seq2seq.models.configs import CONFIGS
 from seq2seq.training.config import TrainConfig
 
@@ -40,10 +40,15 @@ def field_option(f: dataclasses.Field, hint, bounds: bool = True) -> typer.Optio
     callback = finite if float in typing.get_args(hint) or hint is float else None
     if "choices" in meta:
         callback = choice_of(meta["choices"])
-    default = f.default if meta["unset"] is dataclasses.MISSING else meta["unset"]
     flags = [meta["flag"]] if meta["flag"] else []
     return typer.Option(
-        default, *flags, min=low, max=high, callback=callback, help=meta["help"], envvar=meta.get("envvar")
+        option_default(f),
+        *flags,
+        min=low,
+        max=high,
+        callback=callback,
+        help=meta["help"],
+        envvar=meta.get("envvar"),
     )
 
 

@@ -81,8 +81,7 @@ class TranslateArgs:
             self.input, self.prefix_file, self.constraints_file, self.glossary, run=run,
             stdin=self.input is None and not text,
         )  # fmt: skip
-        for flag in ("--output", "--attention-png", "--attention-html", "--beam-trace"):
-            outputs.claim(flag, getattr(self, flag[2:].replace("-", "_")))
+        outputs.claim_options(self, "--output", "--attention-png", "--attention-html", "--beam-trace")
         return outputs
 
 

@@ -35,6 +35,12 @@ class Outputs:
         self.stdin = _stdin_file() if stdin else None
         self.claimed: dict[tuple, str] = {}  # what each claimed file is -> the option that claimed it
 
+    def claim_options(self, args, *flags: str) -> None:
+        """`claim` each of `flags` with the path a command's options (`args`, a dataclass whose
+        field is the flag's name: --attention-png, attention_png) hold for it."""
+        for flag in flags:
+            self.claim(flag, getattr(args, flag.removeprefix("--").replace("-", "_")))
+
     def claim(self, flag: str, path: Path | None) -> Path | None:
         """Check `path` as what `flag` writes; the same path back."""
         if path is None:

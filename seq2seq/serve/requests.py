@@ -1,13 +1,14 @@
 """The server's request and answer bodies (pydantic models): the decoding fields are generated from
 DecodeOptions, the one declaration of each decoding option (those it marks `served`)."""
 
-from dataclasses import MISSING, fields
+from dataclasses import fields
 from typing import get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from seq2seq.decoding.alternatives import MAX_ALTERNATIVES
 from seq2seq.decoding.options import GREEDY_HELP, SERVED, DecodeOptions
+from seq2seq.fields import option_default
 
 
 def decode_field(f, hint) -> tuple:
@@ -15,7 +16,7 @@ def decode_field(f, hint) -> tuple:
     schema; a value out of range is refused by DecodeOptions.check, in the one line the command
     line says too."""
     low, high = f.metadata.get("range", (None, None))
-    default = f.default if f.metadata["unset"] is MISSING else f.metadata["unset"]
+    default = option_default(f)
     bounds = {k: v for k, v in (("minimum", low), ("maximum", high)) if v is not None}
     extra = {"allow_inf_nan": False} if hint is float else {}
     hint = hint | None if default is None else hint

@@ -106,15 +106,17 @@ def _signals(
         n = len(t) + 1  # the predictions: the pieces and EOS
         source_pieces, target_pieces = tokenizer.id_pieces(s[:-1]), tokenizer.id_pieces(t)
         piece_mass = cross[i, : n - 1, : len(s) - 1].sum(0)  # (S - 1,) over the output's pieces
+        source_words, coverage = _by_word(source_pieces, piece_mass)
+        target_words, word_logprobs = _by_word(target_pieces, given[i, : n - 1])
         out.append(
             Signals(
-                source_words=_words(source_pieces),
-                target_words=_words(target_pieces),
-                word_logprobs=_by_word(given[i, : n - 1], target_pieces),
-                coverage=_by_word(piece_mass, source_pieces),
+                source_words=source_words,
+                target_words=target_words,
+                word_logprobs=word_logprobs,
+                coverage=coverage,
                 score=given[i, :n].mean().item(),
                 dependence=(given[i, :n] - alone[i, :n]).mean().item(),
-                repetition=_repetition(_words(target_pieces)),
+                repetition=_repetition(target_words),
                 length_ratio=len(t) / max(len(s) - 1, 1),
             )
         )
@@ -127,22 +129,17 @@ def _picked(logits: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
     return logprobs.gather(-1, tgt_out[..., None])[..., 0].masked_fill(tgt_out == PAD_ID, 0.0)
 
 
-def _words(pieces: list[str]) -> list[str]:
+def _by_word(pieces: list[str], values: torch.Tensor) -> tuple[list[str], list[float]]:
+    """The words of `pieces` (merged as `align` merges them) and (pieces,) values summed over
+    each word's pieces."""
     if not pieces:
-        return []
+        return [], []
     index = piece_words(pieces)
     words = [""] * (int(index[-1]) + 1)
     for piece, w in zip(pieces, index.tolist(), strict=True):
         words[w] += piece.replace(WORD_START, "")
-    return words
-
-
-def _by_word(values: torch.Tensor, pieces: list[str]) -> list[float]:
-    """(pieces,) values summed over each word's pieces."""
-    if not pieces:
-        return []
-    index = torch.as_tensor(piece_words(pieces))
-    return torch.zeros(int(index[-1]) + 1).index_add_(0, index, values.float()).tolist()
+    sums = torch.zeros(len(words)).index_add_(0, torch.as_tensor(index), values.float()).tolist()
+    return words, sums
 
 
 def _repetition(words: list[str], n: int = 3) -> float:
