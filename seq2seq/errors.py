@@ -9,3 +9,11 @@ def first_line(error: Exception) -> str:
     """The gist of a library's (often multi-line) error, to quote inside our one-line message."""
     text = str(error).strip() or type(error).__name__
     return text.splitlines()[0]
+
+
+class OptionError(Seq2SeqError):
+    """A value given for one option (named as the command line spells it) that cannot be used."""
+
+    def __init__(self, option: str, message: str):
+        super().__init__(f"Invalid value for '{option}': {message}")
+        self.option = option

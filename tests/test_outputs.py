@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from seq2seq.cli import views as views_cli
+from seq2seq.stream import views as views_cli
 from tests.helpers import evaluate_args
 
 FLAGS = ["--output", "--attention-html", "--attention-png"]

@@ -71,8 +71,7 @@ def evaluate(
 ):
     """Translate a test set and print BLEU and chrF with their sacreBLEU signatures; with a baseline,
     both systems' scores with 95% confidence intervals and the p-value of their difference."""
-    from seq2seq.evaluate import compare
-    from seq2seq.evaluate import evaluate as evaluate_pairs
+    from seq2seq.paired import evaluate_against
     from seq2seq.runs.load import load_run
 
     args, run = taken(EvaluateArgs, given), run_dir(run)
@@ -80,23 +79,19 @@ def evaluate(
     check_precision(quantize, options.bf16)
     args.check(run)
     pairs, what = test_pairs(args, run, data_dir)
-    baseline_lines = read_lines(args.baseline) if args.baseline is not None else None
-    if baseline_lines is not None and len(baseline_lines) != len(pairs):
-        raise Seq2SeqError(
-            f"{args.baseline} has {len(baseline_lines)} lines but the test set has {len(pairs)}"
-        )
+    baseline = read_lines(args.baseline) if args.baseline is not None else None
+    if baseline is not None and len(baseline) != len(pairs):
+        raise Seq2SeqError(f"{args.baseline} has {len(baseline)} lines but the test set has {len(pairs)}")
     model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
-    if args.baseline_run is not None:  # decoded the same way as the run under test
-        other, other_tokenizer = load_run(args.baseline_run, device, quantize=quantize, packed=True)
-        baseline_lines = evaluate_pairs(other, other_tokenizer, pairs, options).hypotheses
-    result = evaluate_pairs(model, tokenizer, pairs, options)
+    if args.baseline_run is not None:
+        baseline = load_run(args.baseline_run, device, quantize=quantize, packed=True)
+    result, comparison = evaluate_against(
+        model, tokenizer, pairs, options, baseline, args.paired, args.resamples
+    )
     if args.output is not None:
         write_lines([one_line(h) for h in result.hypotheses], args.output)
     report = report_json(result, options.beam, what, run)
-    if baseline_lines is not None:
-        comparison = compare(
-            result.hypotheses, baseline_lines, [t for _, t in pairs], args.paired, args.resamples
-        )
+    if comparison is not None:
         report["paired_test"] = paired_json(comparison, str(args.baseline or args.baseline_run))
     if args.as_json:
         write_lines([json.dumps(report)], None)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from seq2seq.cli import display
 from seq2seq.cli.document import translate_document_file
 from seq2seq.cli.lines import translate_lines
 from seq2seq.cli.options import (
@@ -22,12 +23,13 @@ from seq2seq.cli.options import (
     taken,
     with_parameters,
 )
-from seq2seq.cli.steer import Steer
-from seq2seq.cli.views import PAGE_MB, Views
 from seq2seq.documents.formats import format_of
+from seq2seq.errors import OptionError
 from seq2seq.fields import option
 from seq2seq.files.reading import arguments
 from seq2seq.files.writing import Outputs
+from seq2seq.stream.steer import Steer
+from seq2seq.stream.views import PAGE_MB, Views
 
 
 @dataclass
@@ -97,14 +99,14 @@ def translate(
     """Translate sentences: exactly one output line per input line, in order. From a terminal with
     no TEXT or --input: a prompt, a translation per line entered (an empty line or Ctrl-D ends)."""
     args, run = taken(TranslateArgs, given), run_dir(run)
-    views = Views.of(args, run, args.outputs(run, text))
+    views = Views.of(args, run, args.outputs(run, text), display.attention_heatmap, display.warn)
     options = decoding(given)
     check_precision(quantize, options.bf16)
     document = format_of(args.input, args.format)
     if document != "lines":
         return translate_document_file(args, text, document, options, run, device, quantize)
     if args.beam_trace is not None and options.sample:
-        raise typer.BadParameter("records beam search; --sample has no beam", param_hint="--beam-trace")
+        raise OptionError("--beam-trace", "records beam search; --sample has no beam")
     steer, texts = Steer.of(args, arguments(text) if text else None, options)
     translate_lines(args, texts, options, views, steer, (run, device, quantize))
 

@@ -5,8 +5,7 @@ record (--beam-trace, JSON lines)."""
 import json
 from pathlib import Path
 
-import typer
-
+from seq2seq.errors import OptionError
 from seq2seq.files.reading import line_groups
 from seq2seq.files.writing import write_file
 
@@ -15,7 +14,7 @@ def prefix_lines(prefix: str | None, prefix_file: Path | None) -> list[str] | No
     """--prefix-file's lines (read whole: their count is checked against the input's before any
     line is translated), or None; --prefix is one text for every line, applied per group."""
     if prefix is not None and prefix_file is not None:
-        raise typer.BadParameter("give --prefix or --prefix-file, not both", param_hint="--prefix")
+        raise OptionError("--prefix", "give --prefix or --prefix-file, not both")
     return None if prefix_file is None else whole(prefix_file)
 
 
@@ -27,10 +26,8 @@ def whole(path: Path | None) -> list[str]:
 def check_count(given: list, lines: int, path: Path, flag: str = "--prefix-file") -> None:
     if len(given) != lines:
         what = "prefix" if flag == "--prefix-file" else "line of constraints"
-        raise typer.BadParameter(
-            f"{path} has {len(given)} lines but the input has {lines}; give one {what} a line",
-            param_hint=flag,
-        )
+        message = f"{path} has {len(given)} lines but the input has {lines}; give one {what} a line"
+        raise OptionError(flag, message)
 
 
 class Terms:
@@ -44,7 +41,7 @@ class Terms:
         from seq2seq.decoding.terms import Glossary, constraints_line
 
         if ignore_case and glossary is None:
-            raise typer.BadParameter("goes with --glossary", param_hint="--ignore-case")
+            raise OptionError("--ignore-case", "goes with --glossary")
         self.include, self.avoid, self.path = tuple(include or ()), tuple(avoid or ()), constraints_file
         self.per_line = None
         if constraints_file is not None:

@@ -1,11 +1,11 @@
-"""What `translate` shows and draws of each line's attention: --show-attention on stderr,
---attention-png pictures and the --attention-html explorer page."""
+"""What `translate` shows and draws of each line's attention: --show-attention (drawn by the
+caller's `terminal`, on stderr for the command), --attention-png pictures and the --attention-html
+explorer page."""
 
+from collections.abc import Callable
 from pathlib import Path
 
-import typer
-
-from seq2seq.cli import display
+from seq2seq.errors import OptionError
 from seq2seq.files.writing import Outputs, numbered, write_file
 
 PAGE_MB = 50  # an --attention-html page past this many MB gets a notice: browsers grow slow to open it
@@ -17,45 +17,48 @@ class Views:
     when a second line (or the end) arrives, so the first picture waits. --attention-html writes
     one explorer page holding every line, at the end; each line is kept as its JSON text meanwhile.
     Every file goes through `outputs`, which has claimed FILE already and claims each FILE-<line>.png
-    before it is written."""
+    before it is written. `terminal(maps, layer, head)` draws --show-attention's map (None: not
+    asked for); `warn` says a notice."""
 
     def __init__(
         self,
-        heatmap: bool,
+        terminal: Callable | None,
         path: Path | None,
         layer: int | None,
         head: int | None,
         html: Path | None,
         run: Path,
         outputs: Outputs,
+        warn: Callable[[str], None],
     ):
-        self.heatmap, self.path, self.layer, self.head = heatmap, path, layer, head
+        self.terminal, self.warn = terminal, warn
+        self.path, self.layer, self.head = path, layer, head
         self.html, self.run, self.outputs = html, run, outputs
         self.pages: list[str] = []
         self.page_size, self.page_told = 0, False
-        self.wanted = heatmap or path is not None or html is not None
+        self.wanted = terminal is not None or path is not None or html is not None
         self.first, self.several = None, False
 
     @classmethod
-    def of(cls, args, run: Path, outputs: Outputs) -> "Views":
-        """The views `translate`'s args ask for; --layer and --head go with a map drawn, and
-        --attention-png with matplotlib, each said before any work."""
+    def of(cls, args, run: Path, outputs: Outputs, terminal: Callable, warn: Callable) -> "Views":
+        """The views `translate`'s args ask for (`terminal`: how --show-attention draws); --layer
+        and --head go with a map drawn, and --attention-png with matplotlib, each said before any
+        work."""
         for name, value in (("--layer", args.layer), ("--head", args.head)):
             if value is not None and not (args.show_attention or args.attention_png):
-                raise typer.BadParameter("goes with --show-attention or --attention-png", param_hint=name)
+                raise OptionError(name, "goes with --show-attention or --attention-png")
         if args.attention_png is not None:
             from seq2seq.views import plots
 
             plots.require()
-        return cls(
-            args.show_attention, args.attention_png, args.layer, args.head, args.attention_html, run, outputs
-        )
+        shown = terminal if args.show_attention else None
+        return cls(shown, args.attention_png, args.layer, args.head, args.attention_html, run, outputs, warn)
 
     def show(self, number: int, maps) -> None:
         if self.html is not None:
             self._keep_for_page(number, maps)
-        if self.heatmap:
-            display.attention_heatmap(maps, self.layer, self.head)
+        if self.terminal is not None:
+            self.terminal(maps, self.layer, self.head)
         if self.path is None:
             return
         if self.first is None:
@@ -81,7 +84,7 @@ class Views:
         self.page_size += len(self.pages[-1])
         if self.page_size > PAGE_MB * 1e6 and not self.page_told:
             self.page_told = True
-            display.warn(
+            self.warn(
                 f"--attention-html {self.html} passes {PAGE_MB} MB at line {number}: a browser may be slow "
                 "to open it; give fewer lines to keep it smaller"
             )

@@ -1,0 +1,86 @@
+"""`translate`'s lines, a group at a time: each group searched with its prefixes and terms, its
+beam recorded, and the maps of its translations made for the views; the command writes the output
+lines and shows the maps. Exactly one output line per input line (with --nbest or --num-samples,
+a line per hypothesis: `index ||| text ||| score`, Moses' and fairseq's n-best format)."""
+
+from dataclasses import dataclass, field
+
+from seq2seq.decoding.search import DecodeOptions, Translations, length_notices, output_room
+from seq2seq.files.reading import one_line
+from seq2seq.stream.steer import Steer
+
+PAGE_ALTERNATIVES = 5  # an --attention-html page lists this many alternatives at each output piece
+
+
+@dataclass
+class Group:
+    """One group of input lines, translated: `first` is the number of its first line in the input."""
+
+    first: int
+    lines: list[str]
+    result: Translations
+    options: DecodeOptions
+    maps: dict = field(default_factory=dict)  # line number in the input -> AttentionMaps
+    notices: list[str] = field(default_factory=list)
+
+    def output_lines(self) -> list[str]:
+        """A line per input line, or with --nbest or --num-samples `index ||| text ||| score` for
+        each hypothesis; a blank line is not translated: its one entry is the empty line, score 0."""
+        if self.options.nbest > 1 or self.options.num_samples > 1:
+            return [
+                f"{self.first - 1 + i} ||| {one_line(t)} ||| {s:.4f}"
+                for i, hyps in enumerate(self.result.nbest)
+                for t, s in (hyps or [("", 0.0)])
+            ]
+        return [one_line(t) for t in self.result.best]
+
+
+class LineTranslator:
+    """A loaded model's translation of input lines, group by group, steered by `steer`; with `maps`
+    (a views' `layer`, `head` and whether the page wants alternatives) each group's maps too."""
+
+    def __init__(self, model, tokenizer, options: DecodeOptions, steer: Steer, views=None):
+        self.model, self.tokenizer, self.options, self.steer, self.views = (
+            model, tokenizer, options, steer, views,
+        )  # fmt: skip
+
+    def notices(self, lines: int | None) -> list[str]:
+        """What to say before the first line (an output limit past the model's), after what can be
+        checked of the terms (`lines`: the input's count where it is read whole) has been."""
+        if self.steer.terms.given:
+            room = output_room(self.model, self.options)
+            self.steer.terms.check(self.tokenizer, lines, self.options.beam, room)
+        return list(length_notices(self.model, self.options))
+
+    def translate(self, lines: list[str], first: int) -> Group:
+        """Lines `first`.. of the input, translated, recorded, and mapped for the views."""
+        from seq2seq.decoding.search import translate
+
+        prefixes, terms = self.steer.prefixes_of(first, len(lines)), self.steer.terms.of(first, lines)
+        traced = self.steer.trace.path is not None
+        result = translate(self.model, self.tokenizer, lines, self.options, prefixes, traced, terms)
+        group = Group(first, lines, result, self.options)
+        if result.truncated:
+            group.notices.append(
+                f"{result.truncated} of lines {first}-{first + len(lines) - 1} were longer than the "
+                f"model's {self.model.cfg.max_positions - 1} pieces and were truncated"
+            )
+        if self.views is not None and self.views.wanted:
+            group.maps = self._maps(group, prefixes)
+        if traced:
+            self.steer.trace.add(self.tokenizer, first, lines, prefixes, result.traces, terms)
+        return group
+
+    def _maps(self, group: Group, prefixes: list[str] | None) -> dict:
+        """The group's maps, keyed by line number in the input; a bad --layer/--head is refused
+        before anything of the group is written."""
+        from seq2seq.decoding.attention import check_choice, maps_of_translations
+
+        alternatives = PAGE_ALTERNATIVES if self.views.html is not None else 0
+        model, tokenizer = self.model, self.tokenizer
+        maps = maps_of_translations(
+            model, tokenizer, group.lines, group.result, self.options, prefixes, alternatives
+        )
+        if maps:
+            check_choice(next(iter(maps.values())), self.views.layer, self.views.head)
+        return {group.first - 1 + number: m for number, m in maps.items()}
