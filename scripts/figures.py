@@ -33,7 +33,7 @@ from scripts.common import REPO
 
 FIGURES_DIR = REPO / "docs" / "figures"
 PAGES = ("README.md", "docs/*.md")
-SUFFIXES = (".py", ".html", ".js", ".css")  # the files whose content a measurement runs
+SUFFIXES = (".py", ".html", ".js", ".css", ".json")  # the files whose content a measurement runs or reads
 
 # What a training run and its scores run: the model, the data, the loop, the search, the scoring.
 TRAINING = (
@@ -75,6 +75,8 @@ DEPENDS = {
     ),
     "trust": (  # the error signals of a teacher-forced pass, against a benchmark of made errors
         "seq2seq/trust",
+        "seq2seq/stream",  # translate --confidence's lines, whose cost it measures
+        "seq2seq/files",
         "seq2seq/runs",
         "seq2seq/models",
         "seq2seq/decoding",

@@ -8,6 +8,7 @@
 >>> maps = seq2seq.attention(model, tokenizer, "A dog runs.")  # or with a given translation
 >>> maps.weights["cross"].shape  # (layers, heads, output pieces + EOS, source pieces + EOS)
 >>> seq2seq.check_pairs(model, tokenizer, ["A dog runs."], ["Un chien court."])[0].score  # trust
+>>> seq2seq.check_translations(model, tokenizer, ["A dog runs."], ["Un chien."], seq2seq.Calibration.read())
 
 The names below are imported when first used, so `seq2seq --help` does not pay for torch.
 """
@@ -22,7 +23,9 @@ _PUBLIC = {  # name -> the module that defines it
     "AttentionMaps": "seq2seq.decoding.attention",
     "attention": "seq2seq.decoding.attention",
     "attention_batch": "seq2seq.decoding.attention",
+    "Calibration": "seq2seq.trust.calibration",
     "check_pairs": "seq2seq.trust.signals",
+    "check_translations": "seq2seq.trust.flags",
     "DecodeOptions": "seq2seq.decoding.search",
     "Glossary": "seq2seq.decoding.terms",
     "Terms": "seq2seq.decoding.terms",

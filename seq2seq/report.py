@@ -1,5 +1,6 @@
 """An evaluation as the JSON `seq2seq evaluate --json` prints: the scores of a run's translations
-(`evaluate.evaluate`'s result) and a paired test against a baseline (`evaluate.compare`'s)."""
+(`evaluate.evaluate`'s result), a paired test against a baseline (`evaluate.compare`'s) and, with
+--confidence, each line with its sentence chrF and its trust (trust/flags.py's answers)."""
 
 from dataclasses import asdict
 from pathlib import Path
@@ -37,3 +38,23 @@ def paired_json(comparison, baseline: str) -> dict:
             "signature": difference.signature,
         }
     return out
+
+
+def lines_json(pairs: list[tuple[str, str]], hypotheses: list[str], answers: list[dict]) -> list[dict]:
+    """Each line: its number, source, hypothesis, reference, sentence chrF and trust answer."""
+    from sacrebleu import sentence_chrf
+
+    return [
+        {"line": n, "source": s, "hypothesis": h, "reference": r,
+         "chrf": round(sentence_chrf(h, [r]).score, 2), **a}
+        for n, ((s, r), h, a) in enumerate(zip(pairs, hypotheses, answers, strict=True), start=1)
+    ]  # fmt: skip
+
+
+def flagged(answers: list[dict]) -> dict[str, int]:
+    """How many lines raise each flag."""
+    counts: dict[str, int] = {}
+    for a in answers:
+        for flag in a["flags"]:
+            counts[flag] = counts.get(flag, 0) + 1
+    return counts

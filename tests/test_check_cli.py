@@ -4,6 +4,7 @@ rather than refused; bad input one line and exit 2, nothing written."""
 import json
 
 from seq2seq.runs.load import load_run
+from seq2seq.trust.calibration import Calibration
 from seq2seq.trust.flags import answer
 from seq2seq.trust.signals import check_pairs
 
@@ -29,7 +30,7 @@ def test_a_json_object_a_pair_is_the_librarys_answer_and_a_blank_side_is_flagged
     objects = [json.loads(line) for line in said.out.splitlines()]
     assert len(objects) == len(SOURCES)
     model, tokenizer = load_run(run)
-    library = [answer(s) for s in check_pairs(model, tokenizer, SOURCES[:2], TARGETS[:2])]
+    library = [answer(s, Calibration.read()) for s in check_pairs(model, tokenizer, SOURCES[:2], TARGETS[:2])]
     assert objects[:2] == json.loads(json.dumps(library))
     assert objects[2]["flags"] == ["no source"] and objects[3]["flags"] == ["empty"]
     assert objects[4]["flags"] == [] and objects[4]["score"] == 0.0

@@ -1,17 +1,21 @@
 """The trust signals (seq2seq/trust/signals.py) on every registered architecture: the sentence
 score is forced decoding's (`score_pairs`), words carry their pieces' log-probabilities, the same
-pair gives the same signals alone or in a batch; and the detection benchmark's construction
-(scripts/bench_trust.py) makes each error as it says, scored by a correct AUROC."""
+pair gives the same signals alone or in a batch, the second pass changes none of the first's; the
+benchmark's cases (seq2seq/trust/cases.py) make each error as it says, scored by a correct AUROC;
+a detector fitted on them finds what it was fitted to, and a calibration is kept and read whole."""
 
 import random
 
 import numpy as np
 import pytest
+import torch
 
 from scripts import bench_trust
 from seq2seq.decoding.forced import score_pairs
 from seq2seq.errors import Seq2SeqError
 from seq2seq.runs.load import load_run
+from seq2seq.trust import cases as bench_cases
+from seq2seq.trust.calibration import Calibration, best_threshold, fit
 from seq2seq.trust.signals import check_pairs
 from tests.conftest import caption_tokenizer, tiny_model, write_run
 from tests.serve_helpers import tiny_rnn
@@ -44,9 +48,9 @@ def test_the_score_is_forced_decodings_and_words_hold_their_pieces(pair):
 
 def test_a_pair_gives_the_same_signals_alone_or_in_a_batch(pair):
     model, tokenizer = pair
-    together = check_pairs(model, tokenizer, SOURCES, TARGETS, batch_size=3)
+    together = check_pairs(model, tokenizer, SOURCES, TARGETS, batch_size=3, dependence=True)
     for i in range(len(SOURCES)):
-        (alone,) = check_pairs(model, tokenizer, [SOURCES[i]], [TARGETS[i]], batch_size=1)
+        (alone,) = check_pairs(model, tokenizer, [SOURCES[i]], [TARGETS[i]], batch_size=1, dependence=True)
         assert alone.score == pytest.approx(together[i].score, abs=1e-5)
         assert alone.dependence == pytest.approx(together[i].dependence, abs=1e-5)
         assert np.allclose(alone.coverage, together[i].coverage, atol=1e-5)
@@ -71,7 +75,7 @@ def test_each_error_of_the_benchmark_is_made_as_it_says():
     words = ["un", "homme", "en", "veste", "rouge", "marche", "dans", "la", "rue", "."]
     other = ["deux", "enfants", "jouent", "au", "ballon", "sur", "la", "plage", "."]
     rng = random.Random(0)
-    assert bench_trust.wronged("omission, clause", words, other, rng) == [
+    assert bench_cases.wronged("omission, clause", words, other, rng) == [
         "un",
         "homme",
         "en",
@@ -80,23 +84,23 @@ def test_each_error_of_the_benchmark_is_made_as_it_says():
         "marche",
         ".",
     ]
-    dropped = bench_trust.wronged("omission, words", words, other, rng)
+    dropped = bench_cases.wronged("omission, words", words, other, rng)
     assert len(dropped) == len(words) - 2 and "marche" not in dropped and "homme" not in dropped
-    assert bench_trust.wronged("hallucination, other", words, other, rng) == other
-    assert bench_trust.wronged("hallucination, loop", words, other, rng) == ["un", "homme", "en"] * 4
-    swapped = bench_trust.wronged("wrong word", words, other, rng)
+    assert bench_cases.wronged("hallucination, other", words, other, rng) == other
+    assert bench_cases.wronged("hallucination, loop", words, other, rng) == ["un", "homme", "en"] * 4
+    swapped = bench_cases.wronged("wrong word", words, other, rng)
     assert len(swapped) == len(words) and sum(a != b for a, b in zip(swapped, words, strict=True)) == 1
-    assert bench_trust.wronged("omission, clause", ["un", "chien", "."], other, rng) is None
+    assert bench_cases.wronged("omission, clause", ["un", "chien", "."], other, rng) is None
 
 
 def test_the_cases_hold_every_pair_as_it_is_and_never_a_pair_with_its_own_reference():
     pairs = [(f"source {i}", f"le chat numero{i} dort dans la maison rouge .") for i in range(20)]
-    built = bench_trust.cases(pairs, seed=1)
+    built = bench_cases.cases(pairs, seed=1)
     assert [t for k, _, t in built if k == "correct"] == [t for _, t in pairs]
     for kind, source, translation in built:
         if kind != "correct":
             assert translation != dict(pairs)[source], kind
-    assert built == bench_trust.cases(pairs, seed=1)  # seeded
+    assert built == bench_cases.cases(pairs, seed=1)  # seeded
 
 
 def test_auroc_is_the_chance_a_wrong_pair_scores_above_a_right_one():
@@ -104,3 +108,34 @@ def test_auroc_is_the_chance_a_wrong_pair_scores_above_a_right_one():
     assert bench_trust.auroc(np.array([1.0, 2.0]), np.array([3.0, 4.0])) == 0.0
     assert bench_trust.auroc(np.array([1.0, 1.0]), np.array([1.0, 1.0])) == 0.5
     assert bench_trust.auroc(np.array([2.0, 4.0]), np.array([1.0, 3.0])) == 0.75
+
+
+def test_the_second_pass_adds_the_dependence_and_changes_nothing_else(pair):
+    model, tokenizer = pair
+    first = check_pairs(model, tokenizer, SOURCES[:2], TARGETS[:2])
+    both = check_pairs(model, tokenizer, SOURCES[:2], TARGETS[:2], dependence=True)
+    empty = score_pairs(model, tokenizer, [""] * 2, TARGETS[:2])  # an empty source: EOS alone
+    for a, b, e in zip(first, both, empty, strict=True):
+        assert a.dependence is None and b.dependence is not None
+        assert (a.score, a.coverage, a.word_logprobs) == (b.score, b.coverage, b.word_logprobs)
+        assert b.dependence == pytest.approx(b.score - e.total / e.pieces, abs=1e-3)
+
+
+def test_a_detector_finds_what_it_was_fitted_to():
+    rng = np.random.default_rng(0)
+    right = rng.normal(0.0, 1.0, (200, 5))
+    wrong = right[:100] + np.array([3.0, 0.0, 0.0, 0.0, 0.0])  # only the first feature tells
+    detector = fit(torch.tensor(wrong), torch.tensor(right))
+    assert detector.weights[0] > 5 * max(abs(w) for w in detector.weights[1:5])
+    assert 0.0 < detector.threshold < 1.0
+    assert best_threshold(torch.tensor([3.0, 4.0]), torch.tensor([1.0, 2.0])) == (3.0, 1.0)
+
+
+def test_a_calibration_is_kept_whole_and_a_bad_one_is_one_line(tmp_path):
+    shipped = Calibration.read()  # the package's, where a run has none
+    assert Calibration.read(tmp_path / "none.json") == shipped and "val" in shipped.fitted_on
+    shipped.write(tmp_path / "trust.json")
+    assert Calibration.read(tmp_path / "trust.json") == shipped
+    (tmp_path / "bad.json").write_text('{"omission": 1}')
+    with pytest.raises(Seq2SeqError, match="is no calibration"):
+        Calibration.read(tmp_path / "bad.json")

@@ -40,6 +40,11 @@ def warn(message: str) -> None:
     err.print(f"warning: {message}", markup=False)
 
 
+def note(message: str) -> None:
+    """What a command did, on stderr (stdout keeps its one output)."""
+    err.print(message, markup=False)
+
+
 def prompt(text: str) -> None:
     """Plain writes: a Ctrl-C in the middle of a rich print would leave rich's buffer open."""
     sys.stderr.write(text)
@@ -83,6 +88,9 @@ def scores(report: dict) -> None:
     table.add_row("BLEU", f"{report['bleu']:.2f}", report["bleu_signature"])
     table.add_row("chrF", f"{report['chrf']:.2f}", report["chrf_signature"])
     out.print(table)
+    if "flagged" in report:
+        counts = ", ".join(f"{flag} {n}" for flag, n in report["flagged"].items()) or "none"
+        out.print(f"flagged lines (of {report['sentences']}): {counts}", markup=False)
     if "paired_test" in report:
         paired_test(report["paired_test"], report["run"])
 

@@ -38,7 +38,7 @@ def translate_document_file(args, text, format: str, options, run: Path, device:
                  "--attention-html": args.attention_html, "--beam-trace": args.beam_trace,
                  "--prefix": args.prefix, "--prefix-file": args.prefix_file, "--constraint": args.constraint,
                  "--avoid": args.avoid, "--constraints-file": args.constraints_file,
-                 "--glossary": args.glossary})  # fmt: skip
+                 "--glossary": args.glossary, "--confidence": args.confidence})  # fmt: skip
     source = read_document(args.input)  # read before anything is written: --output may be a pipe
     model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
     done = translate_document(model, tokenizer, source, format, options)

@@ -49,6 +49,12 @@ class EvaluateArgs:
     )
     paired: str = option("bs", "bs: paired bootstrap; ar: approximate randomization.")
     resamples: int = option(0, "[default: 1000 for bs, 10000 for ar]", 0, None)
+    confidence: bool = option(
+        False,
+        "Also how far to trust each line: how many raise each flag, and with --json every line "
+        "(source, hypothesis, reference, sentence chrF, score, omission, hallucination, flags).",
+        flag="--confidence",
+    )
 
     def check(self, run: Path) -> None:
         from seq2seq.evaluate import TESTS
@@ -91,12 +97,25 @@ def evaluate(
     if args.output is not None:
         write_lines([one_line(h) for h in result.hypotheses], args.output)
     report = report_json(result, options.beam, what, run)
+    if args.confidence:
+        report |= trusted(model, tokenizer, pairs, result.hypotheses, run, options.batch_size)
     if comparison is not None:
         report["paired_test"] = paired_json(comparison, str(args.baseline or args.baseline_run))
     if args.as_json:
         write_lines([json.dumps(report)], None)
     else:
         display.scores(report)
+
+
+def trusted(model, tokenizer, pairs, hypotheses: list[str], run: Path, batch_size: int) -> dict:
+    """--confidence: the count of each flag, and each line with its chrF and trust."""
+    from seq2seq.report import flagged, lines_json
+    from seq2seq.trust.calibration import RUN_FILE, Calibration
+    from seq2seq.trust.flags import check_translations
+
+    sources, calibration = [s for s, _ in pairs], Calibration.read(run / RUN_FILE)
+    answers = check_translations(model, tokenizer, sources, hypotheses, calibration, batch_size=batch_size)
+    return {"flagged": flagged(answers), "lines": lines_json(pairs, hypotheses, answers)}
 
 
 def test_pairs(args: EvaluateArgs, run: Path, data_dir: str | None) -> tuple[list[tuple[str, str]], str]:

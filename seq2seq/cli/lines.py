@@ -25,7 +25,7 @@ def translate_lines(args, texts: list[str] | None, options, views, steer, loadin
     with LineWriter(args.output) as writer:
         run, device, quantize = loading
         model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
-        translator = LineTranslator(model, tokenizer, options, steer, views)
+        translator = LineTranslator(model, tokenizer, options, steer, views, confidence_of(args, run))
         for notice in translator.notices(len(texts) if texts else None):
             display.warn(notice)
         if live:
@@ -50,7 +50,7 @@ def translate_groups(groups: Iterator[list[str]], live: bool, advance, translato
                 display.warn(notice)
             writer.write(group.output_lines())
             for number, maps in group.maps.items():
-                views.show(number, maps)
+                views.show(number, maps, group.marks.get(number))
             done += len(lines)
             advance(len(lines))
     except KeyboardInterrupt:
@@ -75,3 +75,10 @@ def prompted_lines() -> Iterator[list[str]]:
         if not line.strip():
             return
         yield [line]
+
+
+def confidence_of(args, run) -> tuple | None:
+    """--confidence's form, and the run's trust calibration (the package's where it has none)."""
+    from seq2seq.trust.calibration import RUN_FILE, Calibration
+
+    return None if args.confidence is None else (args.confidence, Calibration.read(run / RUN_FILE))

@@ -64,6 +64,7 @@ def serve(run: Path | None = RUN, device: str = DEVICE, **given):
     from seq2seq.serve.info import run_info
     from seq2seq.serve.server import listen
     from seq2seq.serve.server import serve as run_server
+    from seq2seq.trust.calibration import RUN_FILE, Calibration
 
     # One core is left to the HTTP side (parsing, JSON, the event loop): on 2 cores with 32 clients
     # the model on 1 thread serves 147 sentences/s, on 2 threads 121 (scripts/bench_serve.py).
@@ -76,6 +77,7 @@ def serve(run: Path | None = RUN, device: str = DEVICE, **given):
         name: getattr(args, name)
         for name in ("beam", "max_batch", "max_wait_ms", "max_queue", "request_timeout")
     }
+    limits["calibration"] = Calibration.read(run / RUN_FILE)  # the trust flags: the run's own, if fitted
     app = create_app(model, tokenizer, info, api_key=key, loopback_only=loopback, **limits)
     announce(sock, run, info, args.beam)
     run_server(app, sock)

@@ -19,6 +19,7 @@ from seq2seq.cli.options import (
     decode_parameters,
     decoding,
     field_parameters,
+    one_of,
     run_dir,
     taken,
     with_parameters,
@@ -76,6 +77,12 @@ class TranslateArgs:
         "lines (a line in, a line out), text (paragraphs), markdown, html or srt: the input read "
         "and written whole as a document [default: by --input's suffix, else lines].",
     )
+    confidence: str | None = option(
+        None,
+        "How far to trust each line: marks (the translation with (?) after each word to check, a "
+        "tab, its score, a tab, its flags) or json (an object a line: translation, score, "
+        "omission, hallucination, flags, words, uncovered).",
+    )
 
     def outputs(self, run: Path, text: list[str] | None) -> Outputs:
         """What the command reads, and each file it writes claimed against it before any work."""
@@ -107,8 +114,22 @@ def translate(
         return translate_document_file(args, text, document, options, run, device, quantize)
     if args.beam_trace is not None and options.sample:
         raise OptionError("--beam-trace", "records beam search; --sample has no beam")
+    check_confidence(args.confidence, options)
     steer, texts = Steer.of(args, arguments(text) if text else None, options)
     translate_lines(args, texts, options, views, steer, (run, device, quantize))
 
 
 with_parameters(translate, field_parameters(TranslateArgs) + decode_parameters())
+
+
+def check_confidence(confidence: str | None, options) -> None:
+    """--confidence is one of its forms, and checks one translation a line."""
+    from seq2seq.stream.lines import CONFIDENCE
+
+    if confidence is None:
+        return
+    one_of(confidence, CONFIDENCE, "--confidence")
+    if options.nbest > 1 or options.num_samples > 1:
+        raise OptionError(
+            "--confidence", "checks the one translation of each line; not with --nbest or --num-samples"
+        )

@@ -37,7 +37,13 @@ from seq2seq.serve.limits import (
     REQUEST_TIMEOUT,
 )
 from seq2seq.serve.routes import Served, router
+from seq2seq.trust.calibration import Calibration
 from seq2seq.views.explorer import page
+
+# /attention's bodies are built in one thread, not the loop's pool of several: building JSON holds
+# Python's lock, so a second thread builds nothing faster and only makes one more thread the event
+# loop must win the lock from before it can answer anyone
+JSON_THREADS = 1
 
 
 def create_app(
@@ -56,19 +62,19 @@ def create_app(
     max_queue: int = MAX_QUEUE,
     max_work: int = MAX_WORK,
     request_timeout: float = REQUEST_TIMEOUT,
+    calibration: Calibration | None = None,
 ) -> FastAPI:
-    """The app serving one loaded run; its batcher's worker runs while the app is up."""
+    """The app serving one loaded run (trust flagged by `calibration`, None: the package's)."""
     limits = limits_of(tokenizer, max_lines, max_chars, max_work, max_queue, request_timeout)
     if beam > limits["max_beam"]:  # else every request that names no beam would be refused
         raise Seq2SeqError(f"--beam {beam} is above this server's limit of {limits['max_beam']}")
     batcher = Batcher(model, tokenizer, max_batch, max_wait_ms, on_batch)
     batching = {"max_batch": max_batch, "max_wait_ms": max_wait_ms}
     info = run_info | {"limits": limits, "defaults": {"beam": beam}, "batching": batching}
-    # /attention's bodies are built in one thread, not the loop's pool of several: building JSON
-    # holds Python's lock, so a second thread builds nothing faster and only makes one more thread
-    # the event loop must win the lock from before it can answer anyone
-    json_thread = ThreadPoolExecutor(1, thread_name_prefix="seq2seq-json")
-    served = Served(model, tokenizer, batcher, info, beam, limits, json_thread, page())
+    json_thread = ThreadPoolExecutor(JSON_THREADS, thread_name_prefix="seq2seq-json")
+    served = Served(
+        model, tokenizer, batcher, info, beam, limits, json_thread, page(), calibration or Calibration.read()
+    )
     app = FastAPI(
         title="seq2seq",
         summary="Translate, and see the attention of a translation.",

@@ -49,6 +49,7 @@ class TranslateRequest(DecodeFields):
         None, description="Terms every translation must hold (beam search), or one list of terms a line."
     )
     avoid: list[str] | None = Field(None, description="Terms no translation may hold (beam search).")
+    confidence: bool = Field(False, description="Also how far to trust each translation, as /check answers.")
 
 
 class AttentionRequest(DecodeFields):
@@ -80,3 +81,4 @@ class TranslateResponse(BaseModel):
     scores: list[float]  # the best hypothesis' score: log-probability / length penalty
     nbest: list[list[Hypothesis]]
     truncated: int  # lines longer than the model's longest source, cut to it
+    confidence: list[dict] | None = None  # asked for: each best translation's trust (as /check's)

@@ -25,7 +25,8 @@ from seq2seq.serve.requests import (
     TranslateRequest,
     TranslateResponse,
 )
-from seq2seq.trust.flags import answer as trust_answer
+from seq2seq.trust.calibration import Calibration
+from seq2seq.trust.flags import answers, to_check
 from seq2seq.views.explorer import maps_json
 
 
@@ -59,6 +60,7 @@ class Served:
     limits: dict  # max_lines, max_chars, max_beam, max_work, max_queue, request_timeout_s, ...
     json_thread: ThreadPoolExecutor  # builds /attention's bodies
     explorer: str  # the page at /
+    calibration: Calibration  # when the trust flags are raised (the run's, else the package's)
 
     def options(self, request: DecodeFields) -> DecodeOptions:
         """The request's decode options, checked as the library checks them, within this server's beam."""
@@ -110,7 +112,9 @@ def served(http: Request) -> Served:
     return http.app.state.served
 
 
-@router.post("/translate", response_model=TranslateResponse, responses=REQUEST_ERRORS)
+@router.post(
+    "/translate", response_model=TranslateResponse, response_model_exclude_none=True, responses=REQUEST_ERRORS
+)
 async def translate(request: TranslateRequest, http: Request) -> dict:
     """Translate one sentence or a list: the same output as `seq2seq translate` (n-best with scores)."""
     state = served(http)
@@ -125,6 +129,7 @@ async def translate(request: TranslateRequest, http: Request) -> dict:
         "scores": [hyps[0][1] if hyps else 0.0 for hyps in result.nbest],
         "nbest": [[{"text": t, "score": s} for t, s in hyps or [("", 0.0)]] for hyps in result.nbest],
         "truncated": result.truncated,
+        "confidence": await trusted(state, http, lines, result.best) if request.confidence else None,
     }
 
 
@@ -159,8 +164,18 @@ async def check(request: CheckRequest, http: Request) -> list[dict]:
     translations = state.lines(request.translation, state.limits["max_lines"], "translation")
     if len(translations) != len(sources):
         raise Seq2SeqError(f"{len(sources)} sources but {len(translations)} translations; give one a source")
-    job = Job("check", sources, GREEDY, translations)
-    return [trust_answer(signals) for signals in await state.answer(http, job, None)]
+    return await trusted(state, http, sources, translations)
+
+
+async def trusted(state: Served, http: Request, sources: list[str], translations: list[str]) -> list[dict]:
+    """Each pair's trust, as `seq2seq check --json` answers: the pairs with no blank side checked
+    by the worker (a job of its own)."""
+    todo, blanks = to_check(sources, translations)
+    found = []
+    if todo:
+        job = Job("check", [sources[i] for i in todo], GREEDY, [translations[i] for i in todo])
+        found = await state.answer(http, job, None)
+    return answers(dict(zip(todo, found, strict=True)), blanks, state.calibration)
 
 
 @router.get("/health")

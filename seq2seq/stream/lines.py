@@ -1,8 +1,10 @@
 """`translate`'s lines, a group at a time: each group searched with its prefixes and terms, its
 beam recorded, and the maps of its translations made for the views; the command writes the output
 lines and shows the maps. Exactly one output line per input line (with --nbest or --num-samples,
-a line per hypothesis: `index ||| text ||| score`, Moses' and fairseq's n-best format)."""
+a line per hypothesis: `index ||| text ||| score`, Moses' and fairseq's n-best format); with
+--confidence, each line's translation with its trust (seq2seq/trust): marked text or JSON."""
 
+import json
 from dataclasses import dataclass, field
 
 from seq2seq.decoding.search import DecodeOptions, Translations, length_notices, output_room
@@ -22,10 +24,23 @@ class Group:
     options: DecodeOptions
     maps: dict = field(default_factory=dict)  # line number in the input -> AttentionMaps
     notices: list[str] = field(default_factory=list)
+    confidence: str | None = None  # "marks" or "json": how `answers` are written
+    answers: list[dict] | None = None  # with --confidence: each line's (trust/flags.py's answer)
+    marks: dict = field(default_factory=dict)  # with answers and maps: line number -> piece_marks
 
     def output_lines(self) -> list[str]:
         """A line per input line, or with --nbest or --num-samples `index ||| text ||| score` for
-        each hypothesis; a blank line is not translated: its one entry is the empty line, score 0."""
+        each hypothesis; a blank line is not translated: its one entry is the empty line, score 0.
+        With answers, each line's translation marked (`marked`) or as JSON (`translation` first)."""
+        if self.answers is not None:
+            from seq2seq.trust.flags import marked
+
+            if self.confidence == "json":
+                return [
+                    json.dumps({"translation": t, **a}, ensure_ascii=False)
+                    for t, a in zip(self.result.best, self.answers, strict=True)
+                ]
+            return [one_line(marked(t, a)) for t, a in zip(self.result.best, self.answers, strict=True)]
         if self.options.nbest > 1 or self.options.num_samples > 1:
             return [
                 f"{self.first - 1 + i} ||| {one_line(t)} ||| {s:.4f}"
@@ -35,14 +50,19 @@ class Group:
         return [one_line(t) for t in self.result.best]
 
 
-class LineTranslator:
-    """A loaded model's translation of input lines, group by group, steered by `steer`; with `maps`
-    (a views' `layer`, `head` and whether the page wants alternatives) each group's maps too."""
+CONFIDENCE = ("marks", "json")
 
-    def __init__(self, model, tokenizer, options: DecodeOptions, steer: Steer, views=None):
+
+class LineTranslator:
+    """A loaded model's translation of input lines, group by group, steered by `steer`; with
+    `views` (their `layer`, `head` and whether a page wants alternatives) each group's maps too;
+    with `confidence` ("marks" or "json", and a trust Calibration) each line's trust."""
+
+    def __init__(self, model, tokenizer, options: DecodeOptions, steer: Steer, views=None, confidence=None):
         self.model, self.tokenizer, self.options, self.steer, self.views = (
             model, tokenizer, options, steer, views,
         )  # fmt: skip
+        self.confidence, self.calibration = confidence or (None, None)
 
     def notices(self, lines: int | None) -> list[str]:
         """What to say before the first line (an output limit past the model's), after what can be
@@ -59,7 +79,14 @@ class LineTranslator:
         prefixes, terms = self.steer.prefixes_of(first, len(lines)), self.steer.terms.of(first, lines)
         traced = self.steer.trace.path is not None
         result = translate(self.model, self.tokenizer, lines, self.options, prefixes, traced, terms)
-        group = Group(first, lines, result, self.options)
+        group = Group(first, lines, result, self.options, confidence=self.confidence)
+        if self.confidence is not None:
+            from seq2seq.trust.flags import check_translations
+
+            group.answers = check_translations(
+                self.model, self.tokenizer, lines, result.best, self.calibration,
+                batch_size=self.options.batch_size,
+            )  # fmt: skip
         if result.truncated:
             group.notices.append(
                 f"{result.truncated} of lines {first}-{first + len(lines) - 1} were longer than the "
@@ -67,6 +94,12 @@ class LineTranslator:
             )
         if self.views is not None and self.views.wanted:
             group.maps = self._maps(group, prefixes)
+            if group.answers is not None:
+                from seq2seq.trust.flags import piece_marks
+
+                for number, m in group.maps.items():
+                    answer = group.answers[number - first]
+                    group.marks[number] = piece_marks(answer, m.source, m.target, self.calibration)
         if traced:
             self.steer.trace.add(self.tokenizer, first, lines, prefixes, result.traces, terms)
         return group

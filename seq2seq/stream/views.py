@@ -54,9 +54,10 @@ class Views:
         shown = terminal if args.show_attention else None
         return cls(shown, args.attention_png, args.layer, args.head, args.attention_html, run, outputs, warn)
 
-    def show(self, number: int, maps) -> None:
+    def show(self, number: int, maps, trust: dict | None = None) -> None:
+        """Line `number`'s maps, and on the page its `trust` marks (trust/flags.py's piece_marks)."""
         if self.html is not None:
-            self._keep_for_page(number, maps)
+            self._keep_for_page(number, maps, trust)
         if self.terminal is not None:
             self.terminal(maps, self.layer, self.head)
         if self.path is None:
@@ -77,10 +78,13 @@ class Views:
 
             write_file(page(self.pages, f"run {Path(self.run).name}").encode("utf-8"), self.html)
 
-    def _keep_for_page(self, number: int, maps) -> None:
-        from seq2seq.views.explorer import sentence_json
+    def _keep_for_page(self, number: int, maps, trust: dict | None) -> None:
+        from seq2seq.views.explorer import escaped_json, maps_json
 
-        self.pages.append(sentence_json(maps, number))
+        sentence = maps_json(maps, number)
+        if trust is not None:
+            sentence["trust"] = trust
+        self.pages.append(escaped_json(sentence))
         self.page_size += len(self.pages[-1])
         if self.page_size > PAGE_MB * 1e6 and not self.page_told:
             self.page_told = True

@@ -7,10 +7,13 @@ translated it, from one teacher-forced pass over it and one over the translation
 - coverage (after Tu et al. 2016): the cross-attention each source word receives over the output,
   the mean of every layer and head summed over the output pieces (the end of sentence's row left
   out); a word the translation left out receives little;
-- source dependence (after Dale et al. 2022, who measure the source's contribution): the mean
-  log-probability a piece given the source less given an empty one; an output the model would
-  say whatever the source (a hallucination) owes it little;
-- repetition: the share of the translation's word trigrams that repeat an earlier one (loops).
+- repetition: the share of the translation's word trigrams that repeat an earlier one (loops);
+- length ratio: target pieces over source pieces;
+- source dependence, when asked (attribution by ablation, after Dale et al. 2022, who measure the
+  source's contribution): the mean log-probability a piece given the source less given an empty
+  one, from a second pass; an output the model would say whatever the source owes it little.
+  calibration.py's detectors do without it: measured, they catch hallucinations as well from the
+  first pass alone (docs/scoring.md), so the second pass is not paid by default.
 
 Words are whitespace tokens, their pieces merged as `seq2seq align` merges them. No search runs:
 the signals are the same for a translation of this model's, another system's or a person's.
@@ -41,27 +44,29 @@ class Signals:
     word_logprobs: list[float]  # each target word's log-probability: the sum of its pieces'
     coverage: list[float]  # each source word's cross-attention mass over the output
     score: float  # mean log-probability a piece, EOS included: higher is likelier
-    dependence: float  # score given the source less score given an empty source
     repetition: float  # share of word trigrams that repeat an earlier one
     length_ratio: float  # target pieces / source pieces
+    dependence: float | None = None  # score given the source less given an empty one (when asked)
 
     @property
-    def omission(self) -> float:
+    def coverage_lack(self) -> float:
         """Higher where a source word is likelier left out: the mean over source words of the
         attention each lacks below one output piece's worth (0 for a fully covered source)."""
         return sum(max(0.0, 1.0 - c) for c in self.coverage) / max(len(self.coverage), 1)
 
-    @property
-    def hallucination(self) -> float:
-        """Higher where the translation owes its source less: minus the source dependence."""
-        return -self.dependence
-
 
 def check_pairs(
-    model: Seq2SeqModel, tokenizer, sources: list[str], targets: list[str], batch_size: int = 32
+    model: Seq2SeqModel,
+    tokenizer,
+    sources: list[str],
+    targets: list[str],
+    batch_size: int = 32,
+    dependence: bool = False,
 ) -> list[Signals]:
-    """The signals of each pair, in input order. Sources are cut to the model's longest source as
-    `translate` does; a target longer than the model's longest output is an error naming it."""
+    """The signals of each pair, in input order; with `dependence` the source dependence too (a
+    second pass). Sources are cut to the model's longest source as `translate` does; a target
+    longer than the model's longest output is an error naming it. Pairs are checked in batches of
+    like length."""
     if len(sources) != len(targets):
         raise Seq2SeqError(f"{len(sources)} sources but {len(targets)} translations; they must pair up")
     src_ids, _ = source_ids(model, tokenizer, sources)
@@ -70,10 +75,15 @@ def check_pairs(
     for number, ids in enumerate(tgt_ids, start=1):
         if len(ids) > limit:
             raise Seq2SeqError(f"translation {number} has {len(ids)} pieces; the model's limit is {limit}")
-    out = []
-    for start in range(0, len(sources), batch_size):
-        chunk = slice(start, start + batch_size)
-        out += _signals(model, tokenizer, src_ids[chunk], tgt_ids[chunk])
+    order = sorted(range(len(sources)), key=lambda i: (len(tgt_ids[i]), len(src_ids[i])))  # less padding
+    found: dict[int, Signals] = {}
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        batch = _signals(
+            model, tokenizer, [src_ids[i] for i in chunk], [tgt_ids[i] for i in chunk], dependence
+        )
+        found.update(zip(chunk, batch, strict=True))
+    out = [found[i] for i in range(len(sources))]
     for s, source, target in zip(out, sources, targets, strict=True):  # the words as written
         s.source_words, s.target_words = (
             _as_written(s.source_words, source),
@@ -91,16 +101,19 @@ def _as_written(words: list[str], text: str) -> list[str]:
 
 @torch.inference_mode()
 def _signals(
-    model: Seq2SeqModel, tokenizer, src_ids: list[list[int]], tgt_ids: list[list[int]]
+    model: Seq2SeqModel, tokenizer, src_ids: list[list[int]], tgt_ids: list[list[int]], dependence: bool
 ) -> list[Signals]:
     device = next(model.parameters()).device
     tgt_in = pad([[BOS_ID, *t] for t in tgt_ids]).to(device)
     tgt_out = pad([[*t, EOS_ID] for t in tgt_ids]).to(device)  # (B, T)
-    record = AttentionRecord()
+    # the cross-attention alone is kept: the self-attention, unrecorded, runs its fused kernel
+    record = AttentionRecord(encoder=None, decoder=None)
     given = _picked(model(pad(src_ids).to(device), tgt_in, record=record), tgt_out)  # (B, T)
-    alone = _picked(model(torch.full((len(src_ids), 1), EOS_ID, device=device), tgt_in), tgt_out)
     cross = torch.stack(record.cross, 1).float().mean((1, 2)).cpu()  # (B, L, H, T, S) -> (B, T, S)
-    given, alone = given.cpu(), alone.cpu()
+    alone = None
+    if dependence:  # the same outputs read with an empty source: EOS alone
+        alone = _picked(model(torch.full((len(src_ids), 1), EOS_ID, device=device), tgt_in), tgt_out).cpu()
+    given = given.cpu()
     out = []
     for i, (s, t) in enumerate(zip(src_ids, tgt_ids, strict=True)):
         n = len(t) + 1  # the predictions: the pieces and EOS
@@ -115,9 +128,9 @@ def _signals(
                 word_logprobs=word_logprobs,
                 coverage=coverage,
                 score=given[i, :n].mean().item(),
-                dependence=(given[i, :n] - alone[i, :n]).mean().item(),
                 repetition=_repetition(target_words),
                 length_ratio=len(t) / max(len(s) - 1, 1),
+                dependence=None if alone is None else (given[i, :n] - alone[i, :n]).mean().item(),
             )
         )
     return out

@@ -77,6 +77,7 @@
     drawStrip("target", sentence.target);
     document.getElementById("panels").replaceChildren(...KINDS.map(panel));
     if (window.seq2seqSearch) window.seq2seqSearch.show(sentence, { ask, readable, percent }); // search.js
+    if (window.seq2seqTrust) window.seq2seqTrust.show(sentence); // trust.js
     document.getElementById("explorer").hidden = false;
     document.getElementById("explorer").dataset.state = "ready";
   }

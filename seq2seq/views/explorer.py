@@ -82,7 +82,8 @@ def page(sentences: list[str] | None = None, about: str = "") -> str:
         PLACES,
         (
             _asset("explorer.css"),
-            _asset("alignment.js") + _asset("search.js") + _asset("explorer.js"),  # hooks before the drawing
+            # the hooks before the drawing
+            _asset("alignment.js") + _asset("search.js") + _asset("trust.js") + _asset("explorer.js"),
             data,
             _escape(f"{TITLE}: {about}" if about else TITLE),
         ),
