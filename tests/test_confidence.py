@@ -183,3 +183,22 @@ def test_the_explorer_marks_words_to_check_and_says_why(run, cli, tmp_path, brow
     row = page.text_content("#trust-row")
     assert f"{trust['score']:.3f}" in row and ("no flags" in row) == (not trust["flags"])
     page.close()
+
+
+def test_the_server_refuses_bad_pairs_in_one_json_line(run):
+    from fastapi.testclient import TestClient
+
+    from tests.serve_helpers import make_app
+
+    with TestClient(make_app(run)) as client:
+        for body in (
+            {"source": SOURCES[:2], "translation": SOURCES[:1]},  # counts differ
+            {"source": ["a dog"], "translation": ["chien " * 100]},  # past the model's limit
+        ):
+            said = client.post("/check", json=body)
+            assert 400 <= said.status_code < 500 and said.headers["content-type"] == "application/json"
+            assert said.json()["error"].count("\n") == 0, said.json()
+        said = client.post("/translate", json={"text": "a dog", "confidence": "yes"})
+        assert said.status_code == 422
+        blank = client.post("/check", json={"source": ["a dog", ""], "translation": ["", "un chat"]})
+        assert [a["flags"] for a in blank.json()] == [["empty"], ["no source"]]

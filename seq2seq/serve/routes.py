@@ -70,8 +70,8 @@ class Served:
         asked.check_for(self.model.cfg.vocab_size, output_limit(self.model))
         return asked
 
-    def lines(self, text, count: int, what: str = "text") -> list[str]:
-        return checked_lines(text, count, self.limits["max_chars"], what)
+    def lines(self, text, count: int, what: str = "text", blank: bool = False) -> list[str]:
+        return checked_lines(text, count, self.limits["max_chars"], what, blank)
 
     async def answer(self, http: Request, job: Job, prefixes: list | None):
         """Admit the job (a refusal costs little before the work is weighed), weigh it, queue it and
@@ -160,8 +160,8 @@ async def attention(request: AttentionRequest, http: Request) -> Response:
 async def check(request: CheckRequest, http: Request) -> list[dict]:
     """How far to trust translations, anyone's: an object a pair, as `seq2seq check --json` prints."""
     state = served(http)
-    sources = state.lines(request.source, state.limits["max_lines"])
-    translations = state.lines(request.translation, state.limits["max_lines"], "translation")
+    sources = state.lines(request.source, state.limits["max_lines"], blank=True)  # a blank side is flagged
+    translations = state.lines(request.translation, state.limits["max_lines"], "translation", blank=True)
     if len(translations) != len(sources):
         raise Seq2SeqError(f"{len(sources)} sources but {len(translations)} translations; give one a source")
     return await trusted(state, http, sources, translations)
