@@ -41,6 +41,28 @@ def test_a_paragraph_is_its_sentences_translations_joined(tiny_run, beam):
     assert done.sentences == 5
 
 
+def test_a_sentence_too_long_is_cut_at_its_best_places_and_nothing_dropped(wordy):
+    from seq2seq.documents.sentences import fitted
+
+    text = "A man in a red shirt, who rides a bike, talks; a dog runs beside him on the road"
+    spans, cut = fitted(text, [(0, len(text))], lambda s: len(s.split()) <= 6)
+    assert [text[a:b] for a, b in spans] == [
+        "A man in a red shirt,", "who rides a bike, talks;", "a dog runs beside", "him on the road",
+    ] and cut == 1  # fmt: skip
+    word = fitted("x" * 9, [(0, 9)], lambda s: len(s) <= 4)[0]  # one long word: halved
+    assert "".join("x" * (b - a) for a, b in word) == "x" * 9 and all(b - a <= 4 for a, b in word)
+    model, tokenizer = wordy
+    long = ", ".join(["a dog runs in the park"] * 12) + "."  # past the tiny model's 63 pieces
+    options = DecodeOptions(max_len=8)
+    done = translate_document(model, tokenizer, long + "\n", "text", options)
+    parts = [
+        long[a:b] for a, b in fitted(long, [(0, len(long))], lambda s: len(tokenizer.encode([s])[0]) <= 63)[0]
+    ]
+    assert len(parts) > 1 and " ".join(parts) == long  # cut after commas, nothing left out
+    assert done.text == " ".join(translate(model, tokenizer, parts, options).best) + "\n"
+    assert done.long == 1 and done.truncated == 0 and "translated in parts" in done.notices[0]
+
+
 MARKDOWN = """# A *red* car
 
 A dog runs. The cat [sleeps](http://example.com/a_b "a title") on `the_mat` here.

@@ -24,3 +24,50 @@ def split(text: str, lang: str = "en") -> list[tuple[int, int]]:
             first = start + sentence.index(stripped)
             spans.append((first, first + len(stripped)))
     return spans
+
+
+BREAKS = (";", ":", ",", " ")  # where a sentence too long for the model is cut, the first found kept
+
+
+def fitted(text: str, spans: list[tuple[int, int]], fits) -> tuple[list[tuple[int, int]], int]:
+    """`spans` with each sentence that does not fit (`fits(sentence)` False: longer than the model
+    reads) cut into parts that do, and how many sentences were cut. A cut goes at the best place:
+    after a semicolon, else a colon, else a comma, else at a space, the one nearest the middle; a
+    word longer than the model reads is halved. Nothing is dropped: the parts' translations, joined
+    with the spacing between them, stand for the sentence's."""
+    out, cut = [], 0
+    for span in spans:
+        parts = _parts(text, span, fits)
+        out += parts
+        cut += len(parts) > 1
+    return out, cut
+
+
+def _parts(text: str, span: tuple[int, int], fits) -> list[tuple[int, int]]:
+    a, b = span
+    if fits(text[a:b]) or b - a < 2:
+        return [span]
+    left, right = _cut(text, a, b)
+    return _parts(text, left, fits) + _parts(text, right, fits)
+
+
+def _cut(text: str, a: int, b: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The sentence [a, b) as two non-empty parts, cut at its best place (BREAKS), the spaces
+    between them left out."""
+    middle = (a + b) / 2
+    for mark in BREAKS:
+        places = [p + 1 for p in range(a + 1, b - 1) if text[p] == mark]  # after the mark
+        if mark == " ":
+            places = [p - 1 for p in places]  # before the space
+        places = [p for p in places if text[a:p].strip() and text[p:b].strip()]
+        if places:
+            at = min(places, key=lambda p: abs(p - middle))
+            break
+    else:
+        at = (a + b) // 2  # one long word: halved
+    end, start = at, at
+    while end > a and text[end - 1].isspace():
+        end -= 1
+    while start < b and text[start].isspace():
+        start += 1
+    return (a, end), (start, b)

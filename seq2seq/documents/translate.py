@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.documents import formats
 from seq2seq.documents.markup import Run, place
-from seq2seq.documents.sentences import split
+from seq2seq.documents.sentences import fitted, split
 from seq2seq.errors import Seq2SeqError
 
 
@@ -19,7 +19,8 @@ class TranslatedDocument:
     text: str
     sentences: int  # translated
     unplaced: int = 0  # tags kept at their sentence's end: nothing they enclosed was aligned
-    truncated: int = 0  # sentences longer than the model reads, cut to it
+    truncated: int = 0  # parts still longer than the model reads, cut to it (none: `fitted` halves)
+    long: int = 0  # sentences longer than the model reads, translated in parts (sentences.fitted)
     notices: list[str] = field(default_factory=list)
 
 
@@ -38,7 +39,16 @@ def translate_document(
 
     options = options or DecodeOptions()
     layout = formats.parse(text, format)
-    cuts = [split(run.text, lang) for run in layout.runs]
+    most = model.cfg.max_positions - 1  # the source pieces the model reads, EOS aside
+
+    def fits(sentence: str) -> bool:
+        return len(tokenizer.encode([sentence])[0]) <= most
+
+    cuts, long = [], 0
+    for run in layout.runs:
+        spans, cut = fitted(run.text, split(run.text, lang), fits)
+        cuts.append(spans)
+        long += cut
     sentences = [run.text[a:b] for run, spans in zip(layout.runs, cuts, strict=True) for a, b in spans]
     result = translate(model, tokenizer, sentences, options)
     links = _links(model, tokenizer, layout.runs, cuts, sentences, result.best, method)
@@ -53,9 +63,14 @@ def translate_document(
         out.append(run.text[: spans[0][0]] + placed.text)
         unplaced += placed.unplaced
         at += n
-    done = TranslatedDocument(layout.render(out), len(sentences), unplaced, result.truncated)
+    done = TranslatedDocument(layout.render(out), len(sentences), unplaced, result.truncated, long)
     if unplaced:
         done.notices.append(f"{unplaced} tags enclosed no aligned word and were kept at their sentence's end")
+    if long:
+        done.notices.append(
+            f"{long} sentences were longer than the model reads ({most} pieces): each was translated in "
+            "parts, cut after a semicolon, a colon or a comma, else at a space"
+        )
     if result.truncated:
         done.notices.append(f"{result.truncated} sentences were longer than the model reads and were cut")
     return done
