@@ -73,6 +73,19 @@ DEPENDS = {
         "scripts/bench_constraints.py",
         "scripts/common.py",
     ),
+    "documents": (  # paragraphs through the documents' code, against their sentences as lines
+        "seq2seq/documents",
+        "seq2seq/runs",
+        "seq2seq/models",
+        "seq2seq/decoding",
+        "seq2seq/data",
+        "seq2seq/alignment",
+        "seq2seq/device.py",
+        "seq2seq/allocator.py",
+        "scripts/bench_documents.py",
+        "scripts/bench_splitters.py",
+        "scripts/common.py",
+    ),
     "trust": (  # the error signals of a teacher-forced pass, against a benchmark of made errors
         "seq2seq/trust",
         "seq2seq/stream",  # translate --confidence's lines, whose cost it measures
