@@ -196,3 +196,24 @@ def test_the_format_comes_from_the_suffix_or_format(cli, tiny_run, tmp_path):
     )
     assert refused.code == 2 and "--nbest goes with --format lines" in refused.err
     assert len(parse("a\n\nb\n", "text").runs) == 2
+
+
+def test_the_server_translates_a_document_as_the_command_does(run, cli, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from tests.serve_helpers import make_app
+
+    (tmp_path / "doc.md").write_text(MARKDOWN, encoding="utf-8")
+    said = cli("translate", "--run", run, "--beam", "2", "--max-len", "8", "--input", tmp_path / "doc.md")
+    assert said.code == 0, said.err
+    with TestClient(make_app(run)) as client:
+        body = {"text": MARKDOWN, "format": "markdown", "beam": 2, "max_len": 8}
+        answer = client.post("/translate", json=body).json()
+        assert answer["document"] == said.out and answer["sentences"] > 3 and "translations" not in answer
+        for bad, message in (
+            ({"text": ["a dog"], "format": "text"}, "a list of lines goes with format lines"),
+            ({"text": "a dog", "format": "text", "prefix": "le"}, "prefix goes with format lines"),
+            ({"text": "<p>a <b>dog</p>", "format": "html"}, "left open"),
+        ):
+            refused = client.post("/translate", json=bad)
+            assert refused.status_code == 422 and message in refused.json()["error"], refused.text

@@ -49,7 +49,7 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
     # translate's lines: steered, recorded and mapped a group at a time, and the views of the maps
     "stream": {"stream", "decoding", "files", "views", "trust", *SHARED},
     "export": {"export", "runs", "models", "data", "decoding", "evaluate", *SHARED},
-    "serve": {"serve", "views", "decoding", "runs", "trust", "models", "data", *SHARED},
+    "serve": {"serve", "views", "decoding", "runs", "trust", "documents", "models", "data", *SHARED},
     "cli": None,  # the edge: anything
     "__init__": None,
     "__main__": {"cli"},

@@ -24,20 +24,19 @@ class TranslatedDocument:
     notices: list[str] = field(default_factory=list)
 
 
-def translate_document(
-    model,
-    tokenizer,
-    text: str,
-    format: str,
-    options: DecodeOptions | None = None,
-    method=None,
-    lang: str = "en",
-) -> TranslatedDocument:
-    """Translate `text` of `format` (text, markdown, html or srt) with `options`; inline markup is
-    placed through the alignment `method` (default: `seq2seq.align`'s)."""
-    from seq2seq.decoding.search import translate
+@dataclass
+class Prepared:
+    """A document read and cut: its layout, each run's sentence spans, and the sentences."""
 
-    options = options or DecodeOptions()
+    layout: object  # formats.Layout
+    cuts: list[list[tuple[int, int]]]
+    sentences: list[str]
+    long: int  # sentences longer than the model reads, cut into parts (sentences.fitted)
+
+
+def prepare(model, tokenizer, text: str, format: str, lang: str = "en") -> Prepared:
+    """`text` of `format` parsed (a malformed document is one line naming its fault) and cut into
+    the sentences the model translates, each within the source the model reads."""
     layout = formats.parse(text, format)
     most = model.cfg.max_positions - 1  # the source pieces the model reads, EOS aside
 
@@ -50,6 +49,33 @@ def translate_document(
         cuts.append(spans)
         long += cut
     sentences = [run.text[a:b] for run, spans in zip(layout.runs, cuts, strict=True) for a, b in spans]
+    return Prepared(layout, cuts, sentences, long)
+
+
+def translate_document(
+    model,
+    tokenizer,
+    text: str,
+    format: str,
+    options: DecodeOptions | None = None,
+    method=None,
+    lang: str = "en",
+) -> TranslatedDocument:
+    """Translate `text` of `format` (text, markdown, html or srt) with `options`; inline markup is
+    placed through the alignment `method` (default: `seq2seq.align`'s)."""
+    return translate_prepared(
+        model, tokenizer, prepare(model, tokenizer, text, format, lang), options, method
+    )
+
+
+def translate_prepared(
+    model, tokenizer, prepared: Prepared, options: DecodeOptions | None = None, method=None
+) -> TranslatedDocument:
+    """A prepared document's sentences translated together, and the document written back."""
+    from seq2seq.decoding.search import translate
+
+    options = options or DecodeOptions()
+    layout, cuts, sentences = prepared.layout, prepared.cuts, prepared.sentences
     result = translate(model, tokenizer, sentences, options)
     links = _links(model, tokenizer, layout.runs, cuts, sentences, result.best, method)
     out, unplaced, at = [], 0, 0
@@ -63,13 +89,14 @@ def translate_document(
         out.append(run.text[: spans[0][0]] + placed.text)
         unplaced += placed.unplaced
         at += n
-    done = TranslatedDocument(layout.render(out), len(sentences), unplaced, result.truncated, long)
+    done = TranslatedDocument(layout.render(out), len(sentences), unplaced, result.truncated, prepared.long)
     if unplaced:
         done.notices.append(f"{unplaced} tags enclosed no aligned word and were kept at their sentence's end")
-    if long:
+    if prepared.long:
         done.notices.append(
-            f"{long} sentences were longer than the model reads ({most} pieces): each was translated in "
-            "parts, cut after a semicolon, a colon or a comma, else at a space"
+            f"{prepared.long} sentences were longer than the model reads "
+            f"({model.cfg.max_positions - 1} pieces): each was translated in parts, cut after a "
+            "semicolon, a colon or a comma, else at a space"
         )
     if result.truncated:
         done.notices.append(f"{result.truncated} sentences were longer than the model reads and were cut")

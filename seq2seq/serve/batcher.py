@@ -24,6 +24,7 @@ from dataclasses import astuple, dataclass, replace
 from seq2seq.allocator import release_freed_memory
 from seq2seq.decoding.attention import attention_batch
 from seq2seq.decoding.search import DecodeOptions, Translations, source_ids, translate
+from seq2seq.documents.translate import translate_prepared
 from seq2seq.trust.signals import check_pairs
 
 IDLE_SECONDS = 1.0
@@ -34,7 +35,8 @@ MAX_WAIT_SECONDS = 10.0  # a batch waits for company at most this long, whatever
 class Job:
     """One request: its lines, how to decode them, and where its answer goes."""
 
-    work: str  # "translate": Translations; "attention": list[AttentionMaps]; "check": list[Signals]
+    work: str  # "translate": Translations; "attention": list[AttentionMaps]; "check": list[Signals];
+    # "document": a TranslatedDocument
     lines: list[str]
     options: DecodeOptions
     translations: list[str] | None = None  # attention of given (forced) translations
@@ -42,6 +44,7 @@ class Job:
     terms: list | None = None  # "translate": each line's constraints (decoding/terms.py's Terms)
     alternatives: int = 0  # "attention": the alternatives at each output position, that many
     trace: bool = False  # "attention": the beam's record too
+    document: object = None  # "document": documents/translate.py's Prepared (`lines`: its sentences)
     future: Future | None = None
     arrived: float = 0.0  # time.monotonic() when queued
 
@@ -202,6 +205,8 @@ class Batcher:
                 terms = None if first.terms is None else [t for job in jobs for t in job.terms]
                 result = translate(self.model, self.tokenizer, lines, options, prefixes, constraints=terms)
                 answers = self._split_translations(result, jobs)
+            elif first.work == "document":  # each its own call: a document is written back whole
+                answers = [translate_prepared(self.model, self.tokenizer, j.document, options) for j in jobs]
             elif first.work == "check":
                 forced = [t for job in jobs for t in job.translations]
                 answers = _split(

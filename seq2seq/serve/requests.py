@@ -2,7 +2,7 @@
 DecodeOptions, the one declaration of each decoding option (those it marks `served`)."""
 
 from dataclasses import fields
-from typing import get_type_hints
+from typing import Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -50,6 +50,11 @@ class TranslateRequest(DecodeFields):
     )
     avoid: list[str] | None = Field(None, description="Terms no translation may hold (beam search).")
     confidence: bool = Field(False, description="Also how far to trust each translation, as /check answers.")
+    format: Literal["lines", "text", "markdown", "html", "srt"] = Field(
+        "lines",
+        description="lines: a translation a line of `text`; text (paragraphs), markdown, html or srt: "
+        "`text` is one document, translated whole with its structure (as `seq2seq translate --format`).",
+    )
 
 
 class AttentionRequest(DecodeFields):
@@ -77,8 +82,13 @@ class Hypothesis(BaseModel):
 
 
 class TranslateResponse(BaseModel):
-    translations: list[str]
-    scores: list[float]  # the best hypothesis' score: log-probability / length penalty
-    nbest: list[list[Hypothesis]]
-    truncated: int  # lines longer than the model's longest source, cut to it
+    # lines
+    translations: list[str] | None = None
+    scores: list[float] | None = None  # the best hypothesis' score: log-probability / length penalty
+    nbest: list[list[Hypothesis]] | None = None
+    truncated: int | None = None  # lines longer than the model's longest source, cut to it
+    # a document (`format` other than lines)
+    document: str | None = None  # the document translated, its structure kept
+    sentences: int | None = None  # translated
+    notices: list[str] | None = None  # tags kept at a sentence's end, sentences translated in parts
     confidence: list[dict] | None = None  # asked for: each best translation's trust (as /check's)

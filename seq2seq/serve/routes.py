@@ -4,7 +4,7 @@ what a request may ask, checked before anything is queued, then queued, awaited 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 
@@ -118,6 +118,8 @@ def served(http: Request) -> Served:
 async def translate(request: TranslateRequest, http: Request) -> dict:
     """Translate one sentence or a list: the same output as `seq2seq translate` (n-best with scores)."""
     state = served(http)
+    if request.format != "lines":
+        return await document(state, http, request)
     lines = state.lines(request.text, state.limits["max_lines"])
     prefixes, pieces = state.prefixes(request.prefix, len(lines))
     job = Job("translate", lines, state.options(request), prefixes=prefixes)
@@ -131,6 +133,32 @@ async def translate(request: TranslateRequest, http: Request) -> dict:
         "truncated": result.truncated,
         "confidence": await trusted(state, http, lines, result.best) if request.confidence else None,
     }
+
+
+ALONE = ("prefix", "constraints", "avoid")  # what goes with lines, not with a document
+
+
+async def document(state: Served, http: Request, request: TranslateRequest) -> dict:
+    """`text` as one document of `format`, translated whole, as `seq2seq translate --format` does:
+    read and cut into sentences here (a malformed document is refused before anything is queued),
+    its sentences weighed as lines are, then translated together by the worker."""
+    from seq2seq.documents.translate import prepare
+
+    given = [name for name in ALONE if getattr(request, name) is not None]
+    given += [name for name in ("nbest", "confidence") if getattr(request, name) not in (1, False)]
+    if given or not isinstance(request.text, str):
+        what = ", ".join(given) or "a list of lines"
+        raise Seq2SeqError(f"{what} goes with format lines; a document is one text, translated whole")
+    most = state.limits["max_chars"] * state.limits["max_lines"]
+    if len(request.text) > most:
+        raise HTTPException(
+            413, f"the document has {len(request.text)} characters, above the limit of {most}"
+        )
+    prepared = prepare(state.model, state.tokenizer, request.text, request.format)
+    job = Job("document", prepared.sentences or [""], state.options(request))
+    job.document = prepared
+    done = await state.answer(http, job, None)
+    return {"document": done.text, "sentences": done.sentences, "notices": done.notices}
 
 
 @router.post(
