@@ -217,3 +217,19 @@ def test_the_server_translates_a_document_as_the_command_does(run, cli, tmp_path
         ):
             refused = client.post("/translate", json=bad)
             assert refused.status_code == 422 and message in refused.json()["error"], refused.text
+
+
+def test_a_documents_explorer_holds_each_sentence_with_its_maps(run, cli, tmp_path):
+    import json
+
+    (tmp_path / "doc.md").write_text(MARKDOWN, encoding="utf-8")
+    page = tmp_path / "page.html"
+    args = ["--beam", "2", "--max-len", "8", "--input", tmp_path / "doc.md"]
+    said = cli("translate", "--run", run, *args, "--attention-html", page)
+    assert said.code == 0 and said.out == cli("translate", "--run", run, *args).out, said.err
+    data = json.loads(re.search(r'id="maps-data">(.*?)</script>', page.read_text()).group(1))
+    model, tokenizer = load_run(run)
+    done = translate_document(model, tokenizer, MARKDOWN, "markdown", DecodeOptions(beam=2, max_len=8))
+    shown = [s for s, t in zip(done.sources, done.result.best, strict=True) if t]  # a blank one has no map
+    assert [s["source_text"] for s in data["sentences"]] == shown
+    assert all(s["kinds"]["cross"]["weights"] and s["alternatives"] for s in data["sentences"])

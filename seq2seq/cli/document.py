@@ -27,15 +27,18 @@ def read_document(path: Path | None) -> str:
         raise Seq2SeqError(f"{name}: line {line} is not valid UTF-8") from None
 
 
-def translate_document_file(args, text, format: str, options, run: Path, device: str, quantize) -> None:
+def translate_document_file(
+    args, text, format: str, options, run: Path, device: str, quantize, views
+) -> None:
     """`translate`'s document: alone (no TEXT, nor what goes with lines), read, translated and
-    written whole; the notices (tags kept at a sentence's end, sentences cut) on stderr."""
+    written whole; the notices (tags kept at a sentence's end, sentences cut) on stderr; with
+    --attention-html, the explorer of its sentences."""
     from seq2seq.documents.translate import translate_document
     from seq2seq.runs.load import load_run
 
     check_alone({"TEXT": text, "--nbest": options.nbest > 1, "--num-samples": options.num_samples > 1,
                  "--show-attention": args.show_attention, "--attention-png": args.attention_png,
-                 "--attention-html": args.attention_html, "--beam-trace": args.beam_trace,
+                 "--beam-trace": args.beam_trace,
                  "--prefix": args.prefix, "--prefix-file": args.prefix_file, "--constraint": args.constraint,
                  "--avoid": args.avoid, "--constraints-file": args.constraints_file,
                  "--glossary": args.glossary, "--confidence": args.confidence})  # fmt: skip
@@ -46,6 +49,19 @@ def translate_document_file(args, text, format: str, options, run: Path, device:
         display.warn(notice)
     with OutputFile(args.output) as out:  # standard output for None
         out.write(done.text.encode("utf-8"))
+    if views.html is not None:
+        sentence_views(model, tokenizer, done, options, views)
+
+
+def sentence_views(model, tokenizer, done, options, views) -> None:
+    """--attention-html: the explorer page of the document's sentences, each with its maps."""
+    from seq2seq.decoding.attention import maps_of_translations
+    from seq2seq.stream.lines import PAGE_ALTERNATIVES
+
+    maps = maps_of_translations(model, tokenizer, done.sources, done.result, options, None, PAGE_ALTERNATIVES)
+    for number, m in maps.items():
+        views.show(number, m)
+    views.finish()
 
 
 def check_alone(given: dict[str, object]) -> None:

@@ -111,7 +111,7 @@ def translate(
     check_precision(quantize, options.bf16)
     document = format_of(args.input, args.format)
     if document != "lines":
-        return translate_document_file(args, text, document, options, run, device, quantize)
+        return translate_document_file(args, text, document, options, run, device, quantize, views)
     if args.beam_trace is not None and options.sample:
         raise OptionError("--beam-trace", "records beam search; --sample has no beam")
     check_confidence(args.confidence, options)

@@ -22,6 +22,8 @@ class TranslatedDocument:
     truncated: int = 0  # parts still longer than the model reads, cut to it (none: `fitted` halves)
     long: int = 0  # sentences longer than the model reads, translated in parts (sentences.fitted)
     notices: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # the sentences translated, in order
+    result: object = None  # their Translations (decoding/search.py), for their maps
 
 
 @dataclass
@@ -90,6 +92,7 @@ def translate_prepared(
         unplaced += placed.unplaced
         at += n
     done = TranslatedDocument(layout.render(out), len(sentences), unplaced, result.truncated, prepared.long)
+    done.sources, done.result = sentences, result
     if unplaced:
         done.notices.append(f"{unplaced} tags enclosed no aligned word and were kept at their sentence's end")
     if prepared.long:
