@@ -60,6 +60,24 @@ def test_aer_of_a_toy_alignment_computed_by_hand():
     assert score([gold[0].sure], gold).aer == 0.0
 
 
+def test_the_aers_bootstrap_interval_holds_it_repeats_and_narrows_with_more_pairs():
+    import random
+
+    rng = random.Random(0)
+    gold, found = [], []
+    for _ in range(400):  # pairs of 6 words on the diagonal; each link found with chance 0.8
+        sure = {(i, i) for i in range(6)}
+        gold.append(Links(sure=sure, possible=set(sure)))
+        found.append({link for link in sure if rng.random() < 0.8} | {(0, 5)})
+    few, many = score(found[:40], gold[:40]), score(found, gold)
+    for r in (few, many):
+        assert r.aer_low < r.aer < r.aer_high
+    assert many.aer_high - many.aer_low < few.aer_high - few.aer_low  # 10 times the pairs
+    assert score(found[:40], gold[:40]) == few  # seeded
+    perfect = score([g.sure for g in gold[:40]], gold[:40])
+    assert (perfect.aer, perfect.aer_low, perfect.aer_high) == (0.0, 0.0, 0.0)
+
+
 def test_pieces_merge_into_words_by_the_whitespace_mark():
     assert piece_words(["▁A", "▁do", "g", "▁runs", "."]).tolist() == [0, 1, 1, 2, 2]
     assert piece_words(["x", "▁y"]).tolist() == [0, 1]  # a first piece without the mark is word 0

@@ -33,14 +33,16 @@ def pharaoh(links: set) -> str:
 
 
 def print_scores(table: dict, as_json: bool) -> None:
-    """One line per method: its P, R and AER (and the counts) in %."""
+    """One line per method: its precision, recall and AER with the AER's 95% bootstrap interval
+    over sentences (and the counts)."""
     if as_json:
         lines = [json.dumps({"method": name, **result.as_json()}) for name, result in table.items()]
     else:
         width = max(map(len, table))
-        lines = [f"{'method':<{width}}  precision  recall    AER  links"]
+        lines = [f"{'method':<{width}}  precision  recall    AER  95% interval  links"]
         lines += [
-            f"{name:<{width}}  {r.precision:9.3f}  {r.recall:6.3f}  {r.aer:5.3f}  {r.links:5d}"
+            f"{name:<{width}}  {r.precision:9.3f}  {r.recall:6.3f}  {r.aer:5.3f}  "
+            f"{r.aer_low:.3f}-{r.aer_high:.3f}  {r.links:5d}"
             for name, r in table.items()
         ]
     write_file("".join(f"{line}\n" for line in lines).encode(), None)
