@@ -3,12 +3,16 @@
 The settings are chosen on the development half (the layer, head, extraction rule and position,
 unshifted or Shift-Att, of the best attention map) and the figures reported on the test half: the
 last layer's mean cross-attention, the settings chosen on dev, Shift-Att (of both), gradient x
-input, integrated gradients, the head guided alignment trained (for a run that used it), and
-eflomal trained on the run's training pairs plus the pairs aligned. With --reverse-run (a run
+input, integrated gradients, the head guided alignment trained (for a run that used it), the run's
+alignment layer (for a run `seq2seq align-train` fitted one: its seconds are its fitting's plus its
+aligning's), and eflomal trained on the run's training pairs plus the pairs aligned. Each AER
+with its 95% bootstrap interval over sentences. With --reverse-run (a run
 translating the other way), the mean of the two directions' word scores, by the extraction rule
 the development half chooses.
 
     python -m scripts.alignment_table --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
+
+`--figure` keeps the table as docs/figures/alignment.json (the run's code committed first).
 """
 
 import argparse
@@ -16,7 +20,10 @@ import json
 import time
 from pathlib import Path
 
+from scripts import figures
 from scripts.common import REPO, cpu
+from seq2seq.alignment.aligner import SETTINGS
+from seq2seq.alignment.aligner import load as load_aligner
 from seq2seq.alignment.api import align, head_scores, symmetrized
 from seq2seq.alignment.baseline import eflomal_with_corpus
 from seq2seq.alignment.methods import Method
@@ -102,7 +109,9 @@ def main() -> None:
     parser.add_argument("--no-ig", action="store_true", help="skip integrated gradients (slow on a CPU)")
     parser.add_argument("--reverse-run", type=Path, help="a run translating the other way")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--figure", action="store_true", help="write docs/figures/alignment.json")
     args = parser.parse_args()
+    commit = figures.clean_commit(figures.DEPENDS["alignment"]) if args.figure else None
     print(cpu())
     model, tokenizer = load_run(args.run)
     dev, test = half("dev", args.gold_dir), half("test", args.gold_dir)
@@ -132,11 +141,20 @@ def main() -> None:
         for extraction in (argmax, rule):
             label = f"{where}, {head_name}, {rule_name(extraction)}"
             methods[label] = (Method(*trained), extraction)
-    rows = []
+    rows, fitting = [], {}
+    aligner = load_aligner(args.run)
+    if aligner is not None:  # the run's alignment layer, at the threshold chosen on dev
+        fitting = json.loads((args.run / SETTINGS).read_text(encoding="utf-8"))
+        label = (f"the alignment layer ({fitting['pairs']} pairs, {fitting['epochs']} epochs), "
+                 f"mass {aligner.threshold:g} (chosen on dev: dev AER {fitting['dev_aer']:.3f})")  # fmt: skip
+        methods[label] = (Method("layer", aligner=aligner), ("mass", aligner.threshold))
     for name, (method, (extraction, threshold)) in methods.items():
         start = time.perf_counter()
         found = align(model, tokenizer, test[0], test[1], method, extraction, threshold)
-        rows.append((name, score([a.links for a in found], test[2]), time.perf_counter() - start))
+        seconds = (
+            time.perf_counter() - start + (fitting.get("seconds", 0.0) if method.name == "layer" else 0.0)
+        )
+        rows.append((name, score([a.links for a in found], test[2]), seconds))
     if args.reverse_run is not None:
         rows += reverse_rows(args.run, args.reverse_run, model, tokenizer, dev_method, dev, test)
     if not args.no_eflomal:
@@ -146,11 +164,35 @@ def main() -> None:
         rows.append((name, score([x.sure for x in links], test[2]), time.perf_counter() - start))
     width = max(len(name) for name, _, _ in rows)
     print(f"test half, {len(test[0])} pairs")
-    print(f"{'method':<{width}}  precision  recall    AER  seconds")
+    print(f"{'method':<{width}}  precision  recall    AER  95% interval  seconds")
     for name, r, seconds in rows:
-        print(f"{name:<{width}}  {r.precision:9.3f}  {r.recall:6.3f}  {r.aer:5.3f}  {seconds:7.1f}")
+        print(f"{name:<{width}}  {r.precision:9.3f}  {r.recall:6.3f}  {r.aer:5.3f}  "
+              f"{r.aer_low:.3f}-{r.aer_high:.3f}  {seconds:7.1f}")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps([{"method": n, **r.as_json(), "seconds": s} for n, r, s in rows]))
+    if args.figure:
+        keep(rows, test, f"{shown}, {chosen} (dev AER {dev_aer:.3f})", args.run, commit)
+
+
+def keep(rows: list, test, chosen: str, run: Path, commit: str) -> None:
+    """The rows as docs/figures/alignment.json."""
+    columns = ["method", "precision", "recall", "AER", "95% interval", "seconds"]
+    table = [
+        [
+            n,
+            f"{r.precision:.3f}",
+            f"{r.recall:.3f}",
+            f"{r.aer:.3f}",
+            f"{r.aer_low:.3f}-{r.aer_high:.3f}",
+            f"{s:.0f}",
+        ]
+        for n, r, s in rows
+    ]
+    note = (
+        f"{run}, the shipped gold set's test half ({len(test[0])} pairs); every setting chosen on its "
+        f"development half; chosen on dev: {chosen}."
+    )
+    figures.record("alignment", columns, table, note, commit)
 
 
 if __name__ == "__main__":

@@ -73,6 +73,17 @@ DEPENDS = {
         "scripts/bench_constraints.py",
         "scripts/common.py",
     ),
+    "alignment": (  # every alignment method on the shipped gold set, eflomal beside
+        "seq2seq/alignment",
+        "seq2seq/runs",
+        "seq2seq/models",
+        "seq2seq/decoding",
+        "seq2seq/data",
+        "seq2seq/device.py",
+        "seq2seq/allocator.py",
+        "scripts/alignment_table.py",
+        "scripts/common.py",
+    ),
     "documents": (  # paragraphs through the documents' code, against their sentences as lines
         "seq2seq/documents",
         "seq2seq/runs",

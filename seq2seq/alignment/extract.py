@@ -13,7 +13,9 @@ Jalili Sabet et al. 2020), fewer links and surer ones; `grow`, the two direction
 grow-diag-final-and, as statistical aligners' two directions are (symmetry.py): the intersection,
 grown into neighbouring links of either direction; `threshold`, each target word linked to
 every source word holding at least `threshold` of the word's positive score (normalised to sum
-to 1), so a word may have several links or none.
+to 1), so a word may have several links or none; `mass`, the same without the normalising: a
+method whose scores leave a word's share for no source word (the alignment layer's NULL) keeps it
+unlinked where that share is most of it.
 
 Shapes: T target pieces, S source pieces (EOS excluded), n / m target / source words.
 """
@@ -24,7 +26,7 @@ from seq2seq.alignment.pharaoh import Link
 from seq2seq.alignment.symmetry import grow_diag_final_and
 from seq2seq.errors import Seq2SeqError
 
-RULES = ("argmax", "intersect", "grow", "threshold")
+RULES = ("argmax", "intersect", "grow", "threshold", "mass")
 
 
 def word_scores(pieces: np.ndarray, source_words: np.ndarray, target_words: np.ndarray) -> np.ndarray:
@@ -50,6 +52,8 @@ def extract(scores: np.ndarray, rule: str = "argmax", threshold: float = 0.5) ->
         if rule == "grow":
             return grow_diag_final_and(forward, {(i, int(j)) for i, j in enumerate(best_target)})
         return {(i, j) for i, j in forward if rule == "argmax" or best_target[i] == j}
+    if rule == "mass":
+        return {(int(i), int(j)) for j, i in zip(*np.nonzero(scores >= threshold), strict=True)}
     positive = np.clip(scores, 0.0, None)
     mass = positive.sum(1, keepdims=True)
     share = np.divide(positive, mass, out=np.zeros_like(positive), where=mass > 0)

@@ -8,9 +8,11 @@ which architecture they hold: the RNN's one alignment is its cross-attention's o
                  ("Shift-Att", Chen et al. 2020): row t + 1 for piece t
     gradxinput   gradient x input over the source embeddings (attribution.py)
     ig           integrated gradients, `steps` steps from the zero embedding
+    layer        the run's alignment layer (layer.py, trained by `align-train`): each target
+                 piece's mass on each source piece, NULL's share left out
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -19,7 +21,7 @@ from seq2seq.decoding.attention import AttentionMaps
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.protocol import Seq2SeqModel
 
-METHODS = ("attention", "shift", "gradxinput", "ig")
+METHODS = ("attention", "shift", "gradxinput", "ig", "layer")
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class Method:
     layer: int | None = None  # 1-based; None: the last (attention, shift)
     head: int | None = None  # 1-based; None: the mean over heads (attention, shift)
     steps: int = 32  # integrated gradients' steps
+    aligner: object = field(default=None, compare=False)  # layer: the run's AlignLayer
 
     def __post_init__(self):
         if self.name not in METHODS:
@@ -44,6 +47,8 @@ class Method:
             return f"integrated gradients, {self.steps} steps"
         if self.name == "gradxinput":
             return "gradient x input"
+        if self.name == "layer":
+            return f"the run's alignment layer (links at {self.aligner.threshold:g} of a word's mass)"
         where = maps.describe("cross", self.layer, self.head) if maps is not None else "cross-attention"
         return f"{where}, shifted by one" if self.name == "shift" else where
 
@@ -55,6 +60,11 @@ def piece_scores(method: Method, maps: AttentionMaps, model: Seq2SeqModel, src: 
         weights = maps.map("cross", method.layer, method.head).numpy()  # (T + 1, S + 1)
         rows = weights[1:] if method.name == "shift" else weights[:-1]
         return rows[:, :-1]
+    if method.name == "layer":
+        from seq2seq.alignment.layer import frozen_states
+
+        (state,) = frozen_states(model, [src[:-1]], [tgt])
+        return method.aligner(*state).exp()[:, :-1].detach().numpy()  # (T, S): NULL's share left out
     steps = method.steps if method.name == "ig" else None
     return attribution(model, src, tgt, steps)[:-1, :-1]
 

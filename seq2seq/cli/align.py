@@ -29,9 +29,10 @@ from seq2seq.files.writing import Outputs
 METHOD_HELP = (
     "attention (cross-attention of --layer/--head at the position that produced each target word), "
     "shift (the same one step later, where the word is the decoder's input: Shift-Att), gradxinput "
-    "(gradient x input over the source embeddings) or ig (integrated gradients, --steps) [default: "
-    "attention; for a run trained with --guided-alignment and no --layer/--head given, the head it "
-    "trained, read where it was trained]."
+    "(gradient x input over the source embeddings), ig (integrated gradients, --steps) or layer (the "
+    "run's alignment layer, `seq2seq align-train`) [default: the run's alignment layer where it has one; "
+    "else for a run trained with --guided-alignment and no --layer/--head given, the head it trained, "
+    "read where it was trained; else attention]."
 )
 EXTRACT_HELP = (
     "argmax: each target word linked to its highest-scoring source word; intersect: those argmax links "
@@ -186,16 +187,15 @@ def with_model(args: AlignArgs, runs: tuple, options, sources, targets, gold_lin
     """The model's links and how they were read; None where --all-heads printed its table."""
     from seq2seq.alignment.api import align as align_pairs
     from seq2seq.alignment.api import head_name, head_scores
-    from seq2seq.alignment.methods import Method
     from seq2seq.alignment.runs import both_directions
     from seq2seq.runs.load import load_run
 
     run, reverse, device = runs
     model, tokenizer = load_run(run, device)
-    chosen = method_of(
-        args, run, model, Method(args.method or "attention", args.layer, args.head, args.steps)
-    )
+    chosen = method_of(args, run, model, given_method(args, run))
     rule, threshold = args.extract, args.threshold
+    if chosen.name == "layer":  # its links: its own rule, at the threshold chosen for it
+        rule, threshold = "mass", chosen.aligner.threshold
     if args.all_heads:
         shifted = chosen.name == "shift"
         table, found = head_scores(
@@ -216,12 +216,32 @@ def with_model(args: AlignArgs, runs: tuple, options, sources, targets, gold_lin
     return [a.links for a in found], found[0].method if found else chosen.describe()
 
 
+def given_method(args: AlignArgs, run: Path):
+    """--method (with --layer, --head, --steps); `layer` reads the run's alignment layer."""
+    from seq2seq.alignment.aligner import load
+    from seq2seq.alignment.methods import Method
+
+    if args.method != "layer":
+        return Method(args.method or "attention", args.layer, args.head, args.steps)
+    aligner = load(run)
+    if aligner is None:
+        raise Seq2SeqError(f"{run} has no alignment layer: train one with `seq2seq align-train --run {run}`")
+    return Method("layer", aligner=aligner)
+
+
 def method_of(args: AlignArgs, run: Path, model, chosen, who: str = ""):
-    """`chosen`, or where no method, layer or head was given and the run trained a guided head,
-    that head (said on stderr, after `who`)."""
+    """`chosen`, or where no method, layer or head was given the run's alignment layer (align-train),
+    else the head its guided training taught (said on stderr, after `who`)."""
+    from seq2seq.alignment.aligner import load
+    from seq2seq.alignment.methods import Method
     from seq2seq.alignment.runs import describe_trained, trained_method
     from seq2seq.cli.display import err
 
+    aligner = None if args.given or args.all_heads else load(run)
+    if aligner is not None:
+        chosen = Method("layer", aligner=aligner)
+        err.print(f"{who}aligning with {chosen.describe()}", markup=False)
+        return chosen
     trained = None if args.given else trained_method(run, model, chosen.steps)
     if trained is None:
         return chosen

@@ -13,6 +13,7 @@ import typer
 from seq2seq.allocator import keep_freed_memory
 from seq2seq.cli import display
 from seq2seq.cli.align import align
+from seq2seq.cli.align_train import align_train
 from seq2seq.cli.check import check
 from seq2seq.cli.evaluate import evaluate, score
 from seq2seq.cli.export import export, import_model
@@ -39,6 +40,7 @@ app = typer.Typer(
 for command in (tokenize, train, translate, evaluate, score, align, check, export, serve):
     app.command()(command)
 app.command("import")(import_model)
+app.command("align-train")(align_train)
 
 
 def discard_stdout() -> None:

@@ -1,0 +1,64 @@
+"""The alignment layer (seq2seq/alignment/layer.py, aligner.py): it learns the links it is taught on a
+frozen model's states, NULL included; `align-train` keeps it in the run and `align` reads it by
+default, the same links as `--method layer`; what cannot be read is one line."""
+
+import numpy as np
+import pytest
+
+from seq2seq.alignment.aligner import examples_of, word_mass
+from seq2seq.alignment.extract import extract
+from seq2seq.alignment.layer import teacher_distribution, train_layer
+from seq2seq.alignment.pharaoh import Links
+from seq2seq.alignment.score import score
+from seq2seq.runs.load import load_run
+from tests.conftest import EN
+
+
+def test_the_teacher_spreads_a_word_over_its_linked_pieces_or_gives_it_to_null():
+    source_words, target_words = np.array([0, 0, 1, 2]), np.array([0, 1, 1])
+    dist = teacher_distribution(source_words, target_words, {(0, 0), (2, 0)})  # target word 1: none
+    assert dist[0].tolist() == pytest.approx([1 / 3, 1 / 3, 0.0, 1 / 3, 0.0])
+    assert dist[1].tolist() == dist[2].tolist() == [0.0, 0.0, 0.0, 0.0, 1.0]
+
+
+def test_mass_keeps_a_word_that_looks_at_null_unlinked():
+    scores = np.array([[0.7, 0.1], [0.2, 0.1]])  # target word 1 gave most of itself to NULL
+    assert extract(scores, "mass", 0.5) == {(0, 0)}
+    assert extract(scores, "threshold", 0.5) == {(0, 0), (0, 1)}  # normalised, it would be linked
+
+
+def test_the_layer_learns_the_links_it_is_taught(run):
+    """Sentences paired with themselves reversed word by word, the links their mirror: a frozen
+    (untrained) model's states carry which word is where, and the layer learns to read them."""
+    model, tokenizer = load_run(run)
+    sentences = [f"{e} {e.split()[0]}" for e in EN] * 12
+    targets = [" ".join(reversed(s.split())) for s in sentences]
+    links = [{(i, len(s.split()) - 1 - i) for i in range(len(s.split()))} for s in sentences]
+    examples = examples_of(model, tokenizer, sentences, targets, links)
+    trained = train_layer(model.cfg.d_model, [(*e[:3], e[4]) for e in examples], epochs=25)
+    untrained = train_layer(model.cfg.d_model, [], epochs=1)
+    held_out = examples_of(model, tokenizer, EN, [" ".join(reversed(e.split())) for e in EN])
+    gold = [Links.of({(i, len(e.split()) - 1 - i) for i in range(len(e.split()))}) for e in EN]
+
+    def aer(layer) -> float:
+        return score([extract(word_mass(layer, e), "mass", 0.3) for e in held_out], gold).aer
+
+    assert aer(trained) < 0.15 < 0.5 < aer(untrained)
+
+
+def test_align_train_keeps_the_layer_and_align_reads_it_by_default(tiny_run, cli, tmp_path):
+    pytest.importorskip("eflomal", reason="align-train's teacher: pip install -e '.[align]'")
+    run, data = tiny_run
+    (tmp_path / "s").write_text("a dog runs\nthe cat sleeps\n")
+    (tmp_path / "t").write_text("un chien court\nle chat dort\n")
+    pair = ["--source", tmp_path / "s", "--target", tmp_path / "t"]
+    said = cli("align", "--run", run, "--method", "layer", *pair)
+    assert said.code == 2 and "has no alignment layer: train one with `seq2seq align-train" in said.err
+    said = cli("align-train", "--run", run, "--data-dir", data, "--epochs", "2")
+    assert said.code == 0 and "wrote the alignment layer" in said.err, said.err
+    default = cli("align", "--run", run, *pair)
+    assert default.code == 0 and "aligning with the run's alignment layer" in default.err
+    assert default.out == cli("align", "--run", run, "--method", "layer", *pair).out
+    (run / "aligner.safetensors").write_bytes(b"not weights")
+    said = cli("align", "--run", run, *pair)
+    assert said.code == 2 and "aligner.safetensors" in said.err and said.err.count("\n") == 1
