@@ -47,7 +47,7 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
     # a document's sentences are searched, and its markup placed through the alignment
     "documents": {"documents", "decoding", "alignment", *SHARED},
     # translate's lines: steered, recorded and mapped a group at a time, and the views of the maps
-    "stream": {"stream", "decoding", "files", "views", "trust", *SHARED},
+    "stream": {"stream", "decoding", "files", "views", "trust", "documents.case", *SHARED},
     "export": {"export", "runs", "models", "data", "decoding", "evaluate", *SHARED},
     "serve": {"serve", "views", "decoding", "runs", "trust", "documents", "models", "data", *SHARED},
     "cli": None,  # the edge: anything

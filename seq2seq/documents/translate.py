@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.documents import formats
+from seq2seq.documents.case import folded, restored
 from seq2seq.documents.markup import Run, place
 from seq2seq.documents.sentences import fitted, split
 from seq2seq.errors import Seq2SeqError
@@ -78,8 +79,10 @@ def translate_prepared(
 
     options = options or DecodeOptions()
     layout, cuts, sentences = prepared.layout, prepared.cuts, prepared.sentences
-    result = translate(model, tokenizer, sentences, options)
-    links = _links(model, tokenizer, layout.runs, cuts, sentences, result.best, method)
+    read, cases = folded(sentences)  # ALL-CAPS and Title-Case sentences read in sentence case
+    found = translate(model, tokenizer, read, options)
+    result = restored(found, cases)
+    links = _links(model, tokenizer, layout.runs, cuts, read, found.best, method)
     out, unplaced, at = [], 0, 0
     for run, spans in zip(layout.runs, cuts, strict=True):
         n = len(spans)
@@ -92,7 +95,7 @@ def translate_prepared(
         unplaced += placed.unplaced
         at += n
     done = TranslatedDocument(layout.render(out), len(sentences), unplaced, result.truncated, prepared.long)
-    done.sources, done.result = sentences, result
+    done.sources, done.result = read, found  # what the model read and wrote, for its maps
     if unplaced:
         done.notices.append(f"{unplaced} tags enclosed no aligned word and were kept at their sentence's end")
     if prepared.long:

@@ -12,6 +12,7 @@ from seq2seq.decoding.options import GREEDY, SERVED, chosen
 from seq2seq.decoding.prefix import prefix_ids
 from seq2seq.decoding.search import DecodeOptions, Translations, output_limit, output_room
 from seq2seq.decoding.terms import Terms, constraint_ids
+from seq2seq.documents.case import folded, restored
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve import chunked_json
 from seq2seq.serve.admission import PARSED, admit, answer, check_work, request_work
@@ -120,18 +121,19 @@ async def translate(request: TranslateRequest, http: Request) -> dict:
     state = served(http)
     if request.format != "lines":
         return await document(state, http, request)
-    lines = state.lines(request.text, state.limits["max_lines"])
+    lines, cases = folded(state.lines(request.text, state.limits["max_lines"]))  # as translate reads them
     prefixes, pieces = state.prefixes(request.prefix, len(lines))
     job = Job("translate", lines, state.options(request), prefixes=prefixes)
     job.terms = state.terms(request.constraints, request.avoid, len(lines), job.options)
-    result: Translations = await state.answer(http, job, pieces)
+    found: Translations = await state.answer(http, job, pieces)
+    result = restored(found, cases)
     return {
         "translations": result.best,
         # a line the tokenizer reduces to nothing has no hypothesis: the empty one, as the CLI's
         "scores": [hyps[0][1] if hyps else 0.0 for hyps in result.nbest],
         "nbest": [[{"text": t, "score": s} for t, s in hyps or [("", 0.0)]] for hyps in result.nbest],
         "truncated": result.truncated,
-        "confidence": await trusted(state, http, lines, result.best) if request.confidence else None,
+        "confidence": await trusted(state, http, lines, found.best) if request.confidence else None,
     }
 
 

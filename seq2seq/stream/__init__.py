@@ -4,5 +4,5 @@ line's attention (the terminal map, pictures, the explorer page: `views.py`). Th
 writes the text and shows progress; everything between is here, tested without it.
 
 May import: `seq2seq.decoding`, `seq2seq.files` (the files of prefixes, terms and outputs),
-`seq2seq.views` (pictures and the explorer page), `seq2seq.trust` (--confidence), and the shared
-small modules."""
+`seq2seq.views` (pictures and the explorer page), `seq2seq.trust` (--confidence),
+`seq2seq.documents.case` (ALL-CAPS and Title-Case lines), and the shared small modules."""

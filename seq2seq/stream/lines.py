@@ -1,13 +1,15 @@
 """`translate`'s lines, a group at a time: each group searched with its prefixes and terms, its
 beam recorded, and the maps of its translations made for the views; the command writes the output
 lines and shows the maps. Exactly one output line per input line (with --nbest or --num-samples,
-a line per hypothesis: `index ||| text ||| score`, Moses' and fairseq's n-best format); with
+a line per hypothesis: `index ||| text ||| score`, Moses' and fairseq's n-best format), ALL-CAPS
+and Title-Case lines in their case (documents/case.py); with
 --confidence, each line's translation with its trust (seq2seq/trust): marked text or JSON."""
 
 import json
 from dataclasses import dataclass, field
 
 from seq2seq.decoding.search import DecodeOptions, Translations, length_notices, output_room
+from seq2seq.documents.case import folded, restored
 from seq2seq.files.reading import one_line
 from seq2seq.stream.steer import Steer
 
@@ -78,22 +80,23 @@ class LineTranslator:
 
         prefixes, terms = self.steer.prefixes_of(first, len(lines)), self.steer.terms.of(first, lines)
         traced = self.steer.trace.path is not None
-        result = translate(self.model, self.tokenizer, lines, self.options, prefixes, traced, terms)
-        group = Group(first, lines, result, self.options, confidence=self.confidence)
-        if self.confidence is not None:
+        read, cases = folded(lines)  # ALL-CAPS and Title-Case lines read in sentence case
+        found = translate(self.model, self.tokenizer, read, self.options, prefixes, traced, terms)
+        group = Group(first, lines, restored(found, cases), self.options, confidence=self.confidence)
+        if self.confidence is not None:  # of what the model read and wrote
             from seq2seq.trust.flags import check_translations
 
             group.answers = check_translations(
-                self.model, self.tokenizer, lines, result.best, self.calibration,
+                self.model, self.tokenizer, read, found.best, self.calibration,
                 batch_size=self.options.batch_size,
             )  # fmt: skip
-        if result.truncated:
+        if found.truncated:
             group.notices.append(
-                f"{result.truncated} of lines {first}-{first + len(lines) - 1} were longer than the "
+                f"{found.truncated} of lines {first}-{first + len(lines) - 1} were longer than the "
                 f"model's {self.model.cfg.max_positions - 1} pieces and were truncated"
             )
         if self.views is not None and self.views.wanted:
-            group.maps = self._maps(group, prefixes)
+            group.maps = self._maps(group.first, read, found, prefixes)
             if group.answers is not None:
                 from seq2seq.trust.flags import piece_marks
 
@@ -101,19 +104,18 @@ class LineTranslator:
                     answer = group.answers[number - first]
                     group.marks[number] = piece_marks(answer, m.source, m.target, self.calibration)
         if traced:
-            self.steer.trace.add(self.tokenizer, first, lines, prefixes, result.traces, terms)
+            self.steer.trace.add(self.tokenizer, first, lines, prefixes, found.traces, terms)
         return group
 
-    def _maps(self, group: Group, prefixes: list[str] | None) -> dict:
-        """The group's maps, keyed by line number in the input; a bad --layer/--head is refused
-        before anything of the group is written."""
+    def _maps(self, first: int, read: list[str], found, prefixes: list[str] | None) -> dict:
+        """The maps of what the model read and wrote (`read`, `found`: the lines from `first`),
+        keyed by line number in the input; a bad --layer/--head is refused before anything of the
+        group is written."""
         from seq2seq.decoding.attention import check_choice, maps_of_translations
 
         alternatives = PAGE_ALTERNATIVES if self.views.html is not None else 0
         model, tokenizer = self.model, self.tokenizer
-        maps = maps_of_translations(
-            model, tokenizer, group.lines, group.result, self.options, prefixes, alternatives
-        )
+        maps = maps_of_translations(model, tokenizer, read, found, self.options, prefixes, alternatives)
         if maps:
             check_choice(next(iter(maps.values())), self.views.layer, self.views.head)
-        return {group.first - 1 + number: m for number, m in maps.items()}
+        return {first - 1 + number: m for number, m in maps.items()}
