@@ -6,10 +6,11 @@ Construction: in every pair of `data/alignment/{dev,test}`, for each length of 1
 one span of source words (its start drawn with a fixed seed among the starts whose words all have
 a Sure gold link) is wrapped in a tag. The gold span is the first to the last target word
 Sure-linked to the span's words. A placement is right when its tag encloses exactly those words.
-Three sources of links place the same tags with the same code: the run's cross-attention (the
+Each source of links places the same tags with the same code: the run's cross-attention (the
 method, layer and mean of heads that place most tags right on dev: attention or shifted by one,
-each layer), eflomal's (with the training corpus beside, the `align` extra) and a naive rule
-(each source word at the same relative position in the target). The table reports both halves,
+each layer), the run's alignment layer (where `seq2seq align-train` fitted one), eflomal's (with
+the training corpus beside, the `align` extra) and a naive rule (each source word at the same
+relative position in the target). The table reports both halves,
 the choice made on dev alone.
 
     python -m scripts.bench_markup --run runs/multi30k-en-fr --data-dir "$SEQ2SEQ_DATA_DIR"
@@ -72,13 +73,22 @@ def main() -> None:
 
     model, tokenizer = seq2seq.load_run(args.run)
     print(f"CPU: {cpu()}; run {args.run}")
-    print("| half | tags | the run's alignment | eflomal | same relative position |")
-    print("|---|---:|---:|---:|---:|")
+    from seq2seq.alignment.aligner import load
+    from seq2seq.alignment.methods import Method
+
+    aligner = load(args.run)  # the run's alignment layer (align-train), where it has one
+    layer = "" if aligner is None else " the run's alignment layer |"
+    print(f"| half | tags | the run's attention |{layer} eflomal | same relative position |")
+    print("|---|---:|---:|" + "---:|" * (3 if aligner is not None else 2))
     method = choose(model, tokenizer, args.seed)
     print(f"chosen on dev: {method.name}, layer {method.layer}, the mean of heads")
     for half in ("dev", "test"):
         sources, targets, gold = read_half(half)
-        ours = [a.links for a in seq2seq.align(model, tokenizer, sources, targets, method)]
+        ours = [[a.links for a in seq2seq.align(model, tokenizer, sources, targets, method)]]
+        if aligner is not None:
+            read = Method("layer", aligner=aligner)
+            found = seq2seq.align(model, tokenizer, sources, targets, read, "mass", aligner.threshold)
+            ours.append([a.links for a in found])
         theirs = eflomal(sources, targets, args.data_dir)
         naive = [
             {
@@ -88,7 +98,7 @@ def main() -> None:
             for s, t in zip(sources, targets, strict=True)
         ]
         total, rights = 0, []
-        for links in (ours, theirs, naive):
+        for links in (*ours, theirs, naive):
             total, right = accuracy(sources, targets, gold, links, args.seed)
             rights.append(f"{right / total:.1%}")
         print(f"| {half} | {total} | " + " | ".join(rights) + " |")

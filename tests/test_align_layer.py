@@ -59,6 +59,31 @@ def test_align_train_keeps_the_layer_and_align_reads_it_by_default(tiny_run, cli
     default = cli("align", "--run", run, *pair)
     assert default.code == 0 and "aligning with the run's alignment layer" in default.err
     assert default.out == cli("align", "--run", run, "--method", "layer", *pair).out
+    documents_place_their_tags_through_it(run, cli, tmp_path)
     (run / "aligner.safetensors").write_bytes(b"not weights")
     said = cli("align", "--run", run, *pair)
     assert said.code == 2 and "aligner.safetensors" in said.err and said.err.count("\n") == 1
+
+
+def documents_place_their_tags_through_it(run, cli, tmp_path):
+    """A document's tags, by `translate` and the server alike, are placed through the run's layer."""
+    pytest.importorskip("sentencex", reason='documents need the extra: pip install -e ".[docs]"')
+    from fastapi.testclient import TestClient
+
+    from seq2seq.alignment.aligner import load
+    from seq2seq.alignment.methods import Method
+    from seq2seq.cli.document import markup_method
+    from seq2seq.decoding.options import DecodeOptions
+    from seq2seq.documents.translate import translate_document
+    from tests.serve_helpers import make_app
+
+    page = "<p>A <b>dog</b> runs in the <i>park</i>.</p>\n"
+    (tmp_path / "page.html").write_text(page, encoding="utf-8")
+    said = cli("translate", "--run", run, "--max-len", "8", "--input", tmp_path / "page.html")
+    model, tokenizer = load_run(run)
+    method = Method("layer", aligner=load(run))
+    done = translate_document(model, tokenizer, page, "html", DecodeOptions(max_len=8), method)
+    assert said.code == 0 and said.out == done.text, said.err
+    with TestClient(make_app(run, markup=markup_method(run))) as client:
+        body = {"text": page, "format": "html", "max_len": 8}
+        assert client.post("/translate", json=body).json()["document"] == done.text

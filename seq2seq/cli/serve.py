@@ -42,6 +42,9 @@ class ServeArgs:
     api_key_file: Path | None = option(None, "The API key in a file (kept out of the process list).")
 
 
+LIMITS = ("beam", "max_batch", "max_wait_ms", "max_queue", "request_timeout")  # ServeArgs create_app takes
+
+
 def serve(run: Path | None = RUN, device: str = DEVICE, **given):
     """Serve a run over HTTP: POST /translate, POST /attention, GET /info, GET /health, and the
     attention explorer at / (API docs at /docs). Ctrl-C or SIGTERM answers what is in flight, then
@@ -59,6 +62,7 @@ def serve(run: Path | None = RUN, device: str = DEVICE, **given):
         )
     import torch
 
+    from seq2seq.cli.document import markup_method
     from seq2seq.runs.load import load_run
     from seq2seq.serve.app import create_app
     from seq2seq.serve.info import run_info
@@ -73,11 +77,9 @@ def serve(run: Path | None = RUN, device: str = DEVICE, **given):
     sock = listen(args.host, args.port)  # a busy port fails before the run is loaded
     model, tokenizer = load_run(run, device, packed=True)
     info = run_info(run, model, tokenizer)
-    limits = {
-        name: getattr(args, name)
-        for name in ("beam", "max_batch", "max_wait_ms", "max_queue", "request_timeout")
-    }
+    limits = {name: getattr(args, name) for name in LIMITS}
     limits["calibration"] = Calibration.read(run / RUN_FILE)  # the trust flags: the run's own, if fitted
+    limits["markup"] = markup_method(run)  # a document's tags placed as translate places them
     app = create_app(model, tokenizer, info, api_key=key, loopback_only=loopback, **limits)
     announce(sock, run, info, args.beam)
     run_server(app, sock)

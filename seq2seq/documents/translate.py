@@ -65,7 +65,8 @@ def translate_document(
     lang: str = "en",
 ) -> TranslatedDocument:
     """Translate `text` of `format` (text, markdown, html or srt) with `options`; inline markup is
-    placed through the alignment `method` (default: `seq2seq.align`'s)."""
+    placed through the alignment `method` (default: `seq2seq.align`'s; the `seq2seq translate` and
+    `serve` commands give the run's alignment layer where it has one: it places tags best)."""
     return translate_prepared(
         model, tokenizer, prepare(model, tokenizer, text, format, lang), options, method
     )
@@ -115,6 +116,9 @@ def _links(model, tokenizer, runs: list[Run], cuts, sentences: list[str], transl
     from seq2seq.alignment.api import align
     from seq2seq.alignment.methods import Method
 
+    method = method or Method()
+    # an alignment layer's links are drawn by its own rule, at the threshold chosen for it
+    rule = ("mass", method.aligner.threshold) if method.name == "layer" else ("argmax", 0.5)
     wanted, at = [], 0
     for run, spans in zip(runs, cuts, strict=True):
         if run.pairs:
@@ -129,7 +133,8 @@ def _links(model, tokenizer, runs: list[Run], cuts, sentences: list[str], transl
                 tokenizer,
                 [sentences[i] for i in todo],
                 [translations[i] for i in todo],
-                method or Method(),
+                method,
+                *rule,
             )
         except Seq2SeqError:
             return links  # a sentence too long to align: its tags go to its end

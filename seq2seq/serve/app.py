@@ -63,18 +63,19 @@ def create_app(
     max_work: int = MAX_WORK,
     request_timeout: float = REQUEST_TIMEOUT,
     calibration: Calibration | None = None,
+    markup=None,
 ) -> FastAPI:
-    """The app serving one loaded run (trust flagged by `calibration`, None: the package's)."""
+    """The app serving one loaded run; `calibration`: the trust flags' (None: the package's);
+    `markup`: how a document's tags are placed (an alignment Method; None: `seq2seq.align`'s)."""
     limits = limits_of(tokenizer, max_lines, max_chars, max_work, max_queue, request_timeout)
     if beam > limits["max_beam"]:  # else every request that names no beam would be refused
         raise Seq2SeqError(f"--beam {beam} is above this server's limit of {limits['max_beam']}")
-    batcher = Batcher(model, tokenizer, max_batch, max_wait_ms, on_batch)
-    batching = {"max_batch": max_batch, "max_wait_ms": max_wait_ms}
-    info = run_info | {"limits": limits, "defaults": {"beam": beam}, "batching": batching}
+    batcher = Batcher(model, tokenizer, max_batch, max_wait_ms, on_batch, markup)
+    info = run_info | {"limits": limits, "defaults": {"beam": beam}}
+    info["batching"] = {"max_batch": max_batch, "max_wait_ms": max_wait_ms}
     json_thread = ThreadPoolExecutor(JSON_THREADS, thread_name_prefix="seq2seq-json")
-    served = Served(
-        model, tokenizer, batcher, info, beam, limits, json_thread, page(), calibration or Calibration.read()
-    )
+    calibration = calibration or Calibration.read()
+    served = Served(model, tokenizer, batcher, info, beam, limits, json_thread, page(), calibration)
     app = FastAPI(
         title="seq2seq",
         summary="Translate, and see the attention of a translation.",

@@ -74,8 +74,10 @@ class Batcher:
         max_batch: int = 64,
         max_wait_ms: float = 5.0,
         on_batch: Callable[[str, int], None] | None = None,
+        markup=None,
     ):
         self.model, self.tokenizer = model, tokenizer
+        self.markup = markup  # how a document's tags are placed (an alignment Method; None: align's)
         self.max_batch, self.max_wait = max_batch, min(max_wait_ms / 1000, MAX_WAIT_SECONDS)
         self.on_batch = on_batch  # called with (work, sentences) before each model call: tests count them
         self.queue: queue.Queue[Job | None] = queue.Queue()
@@ -206,7 +208,10 @@ class Batcher:
                 result = translate(self.model, self.tokenizer, lines, options, prefixes, constraints=terms)
                 answers = self._split_translations(result, jobs)
             elif first.work == "document":  # each its own call: a document is written back whole
-                answers = [translate_prepared(self.model, self.tokenizer, j.document, options) for j in jobs]
+                answers = [
+                    translate_prepared(self.model, self.tokenizer, j.document, options, self.markup)
+                    for j in jobs
+                ]
             elif first.work == "check":
                 forced = [t for job in jobs for t in job.translations]
                 answers = _split(
