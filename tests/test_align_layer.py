@@ -70,9 +70,7 @@ def documents_place_their_tags_through_it(run, cli, tmp_path):
     pytest.importorskip("sentencex", reason='documents need the extra: pip install -e ".[docs]"')
     from fastapi.testclient import TestClient
 
-    from seq2seq.alignment.aligner import load
-    from seq2seq.alignment.methods import Method
-    from seq2seq.cli.document import markup_method
+    from seq2seq.alignment.aligner import layer_method
     from seq2seq.decoding.options import DecodeOptions
     from seq2seq.documents.translate import translate_document
     from tests.serve_helpers import make_app
@@ -81,9 +79,9 @@ def documents_place_their_tags_through_it(run, cli, tmp_path):
     (tmp_path / "page.html").write_text(page, encoding="utf-8")
     said = cli("translate", "--run", run, "--max-len", "8", "--input", tmp_path / "page.html")
     model, tokenizer = load_run(run)
-    method = Method("layer", aligner=load(run))
+    method = layer_method(run)
     done = translate_document(model, tokenizer, page, "html", DecodeOptions(max_len=8), method)
     assert said.code == 0 and said.out == done.text, said.err
-    with TestClient(make_app(run, markup=markup_method(run))) as client:
+    with TestClient(make_app(run, markup=method)) as client:
         body = {"text": page, "format": "html", "max_len": 8}
         assert client.post("/translate", json=body).json()["document"] == done.text

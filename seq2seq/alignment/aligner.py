@@ -121,3 +121,12 @@ def load(run: Path) -> AlignLayer | None:
         ) from None
     layer.threshold = float(kept["threshold"])
     return layer.eval()
+
+
+def layer_method(run: Path):
+    """The alignment Method that reads the run's layer (`--method layer`), or None where the run
+    has none."""
+    from seq2seq.alignment.methods import Method
+
+    layer = load(run)
+    return None if layer is None else Method("layer", aligner=layer)

@@ -218,30 +218,28 @@ def with_model(args: AlignArgs, runs: tuple, options, sources, targets, gold_lin
 
 def given_method(args: AlignArgs, run: Path):
     """--method (with --layer, --head, --steps); `layer` reads the run's alignment layer."""
-    from seq2seq.alignment.aligner import load
+    from seq2seq.alignment.aligner import layer_method
     from seq2seq.alignment.methods import Method
 
     if args.method != "layer":
         return Method(args.method or "attention", args.layer, args.head, args.steps)
-    aligner = load(run)
-    if aligner is None:
+    method = layer_method(run)
+    if method is None:
         raise Seq2SeqError(f"{run} has no alignment layer: train one with `seq2seq align-train --run {run}`")
-    return Method("layer", aligner=aligner)
+    return method
 
 
 def method_of(args: AlignArgs, run: Path, model, chosen, who: str = ""):
     """`chosen`, or where no method, layer or head was given the run's alignment layer (align-train),
     else the head its guided training taught (said on stderr, after `who`)."""
-    from seq2seq.alignment.aligner import load
-    from seq2seq.alignment.methods import Method
+    from seq2seq.alignment.aligner import layer_method
     from seq2seq.alignment.runs import describe_trained, trained_method
     from seq2seq.cli.display import err
 
-    aligner = None if args.given or args.all_heads else load(run)
-    if aligner is not None:
-        chosen = Method("layer", aligner=aligner)
-        err.print(f"{who}aligning with {chosen.describe()}", markup=False)
-        return chosen
+    layer = None if args.given or args.all_heads else layer_method(run)
+    if layer is not None:
+        err.print(f"{who}aligning with {layer.describe()}", markup=False)
+        return layer
     trained = None if args.given else trained_method(run, model, chosen.steps)
     if trained is None:
         return chosen

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from seq2seq.cli import display
 from seq2seq.cli.options import DATA_DIR, DEVICE, RUN, field_parameters, run_dir, taken, with_parameters
-from seq2seq.errors import OptionError, Seq2SeqError
+from seq2seq.errors import OptionError
 from seq2seq.fields import option
-from seq2seq.files.reading import read_lines
+from seq2seq.files.reading import read_pairs
 from seq2seq.files.writing import Outputs, write_lines
 
 
@@ -43,7 +43,7 @@ def check(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device: str =
     """How far to trust each translation: `score omission hallucination flags` a pair (score: mean
     log-probability a piece, higher is surer; omission, hallucination: the probability of each)."""
     from seq2seq.runs.load import load_run
-    from seq2seq.trust.calibration import RUN_FILE, Calibration
+    from seq2seq.trust.calibration import Calibration
     from seq2seq.trust.flags import check_translations
 
     args, run = taken(CheckArgs, given), run_dir(run)
@@ -53,11 +53,9 @@ def check(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device: str =
         if path is None:
             raise OptionError(flag, "is needed to check pairs (or give --calibrate)")
     Outputs(args.source, args.target, run=run)  # standard output alone is written
-    sources, targets = read_lines(args.source), read_lines(args.target)
-    if len(sources) != len(targets):
-        raise Seq2SeqError(f"{args.source} has {len(sources)} lines but {args.target} has {len(targets)}")
+    sources, targets = read_pairs(args.source, args.target)
     model, tokenizer = load_run(run, device)
-    calibration = Calibration.read(run / RUN_FILE)
+    calibration = Calibration.of_run(run)
     checking = {"batch_size": args.batch_size, "dependence": args.dependence}
     answers = check_translations(model, tokenizer, sources, targets, calibration, **checking)
     write_lines([json.dumps(a, ensure_ascii=False) if args.as_json else plain(a) for a in answers], None)

@@ -33,6 +33,7 @@ def translate_document_file(
     """`translate`'s document: alone (no TEXT, nor what goes with lines), read, translated and
     written whole; the notices (tags kept at a sentence's end, sentences cut) on stderr; with
     --attention-html, the explorer of its sentences."""
+    from seq2seq.alignment.aligner import layer_method  # tags placed through the run's layer, if any
     from seq2seq.documents.translate import translate_document
     from seq2seq.runs.load import load_run
 
@@ -44,7 +45,7 @@ def translate_document_file(
                  "--glossary": args.glossary, "--confidence": args.confidence})  # fmt: skip
     source = read_document(args.input)  # read before anything is written: --output may be a pipe
     model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
-    done = translate_document(model, tokenizer, source, format, options, markup_method(run))
+    done = translate_document(model, tokenizer, source, format, options, layer_method(run))
     for notice in done.notices:
         display.warn(notice)
     with OutputFile(args.output) as out:  # standard output for None
@@ -69,13 +70,3 @@ def check_alone(given: dict[str, object]) -> None:
     for flag, value in given.items():
         if value:
             raise Seq2SeqError(f"{flag} goes with --format lines, not with a document")
-
-
-def markup_method(run: Path):
-    """How a document's tags are placed: the run's alignment layer (align-train) where it has one,
-    else None: `seq2seq.align`'s default."""
-    from seq2seq.alignment.aligner import load
-    from seq2seq.alignment.methods import Method
-
-    aligner = load(run)
-    return None if aligner is None else Method("layer", aligner=aligner)

@@ -27,7 +27,7 @@ from seq2seq.cli.options import (
 from seq2seq.decoding.options import ONE_BEST
 from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import option
-from seq2seq.files.reading import one_line, read_lines
+from seq2seq.files.reading import one_line, read_lines, read_pairs
 from seq2seq.files.writing import Outputs, write_lines
 from seq2seq.report import paired_json, report_json
 
@@ -110,10 +110,10 @@ def evaluate(
 def trusted(model, tokenizer, pairs, hypotheses: list[str], run: Path, batch_size: int) -> dict:
     """--confidence: the count of each flag, and each line with its chrF and trust."""
     from seq2seq.report import flagged, lines_json
-    from seq2seq.trust.calibration import RUN_FILE, Calibration
+    from seq2seq.trust.calibration import Calibration
     from seq2seq.trust.flags import check_translations
 
-    sources, calibration = [s for s, _ in pairs], Calibration.read(run / RUN_FILE)
+    sources, calibration = [s for s, _ in pairs], Calibration.of_run(run)
     answers = check_translations(model, tokenizer, sources, hypotheses, calibration, batch_size=batch_size)
     return {"flagged": flagged(answers), "lines": lines_json(pairs, hypotheses, answers)}
 
@@ -121,11 +121,7 @@ def trusted(model, tokenizer, pairs, hypotheses: list[str], run: Path, batch_siz
 def test_pairs(args: EvaluateArgs, run: Path, data_dir: str | None) -> tuple[list[tuple[str, str]], str]:
     """The pairs to score, and what they are: --source and --reference, else the run's corpus split."""
     if args.source is not None:
-        sources, references = read_lines(args.source), read_lines(args.reference)
-        if len(sources) != len(references):
-            raise Seq2SeqError(
-                f"{args.source} has {len(sources)} lines but {args.reference} has {len(references)}"
-            )
+        sources, references = read_pairs(args.source, args.reference)
         return list(zip(sources, references, strict=True)), f"{args.source}"
     from seq2seq.data.corpus import load_pairs
     from seq2seq.runs.recipe import stored_languages
@@ -157,9 +153,7 @@ def score(
 
     if batch_size < 1:
         raise typer.BadParameter("must be at least 1", param_hint="--batch-size")
-    sources, targets = read_lines(source), read_lines(target)
-    if len(sources) != len(targets):
-        raise Seq2SeqError(f"{source} has {len(sources)} lines but {target} has {len(targets)}")
+    sources, targets = read_pairs(source, target)
     model, tokenizer = load_run(run, device, packed=True)
     scores = score_pairs(model, tokenizer, sources, targets, length_penalty, batch_size)
     if as_json:

@@ -79,6 +79,6 @@ def prompted_lines() -> Iterator[list[str]]:
 
 def confidence_of(args, run) -> tuple | None:
     """--confidence's form, and the run's trust calibration (the package's where it has none)."""
-    from seq2seq.trust.calibration import RUN_FILE, Calibration
+    from seq2seq.trust.calibration import Calibration
 
-    return None if args.confidence is None else (args.confidence, Calibration.read(run / RUN_FILE))
+    return None if args.confidence is None else (args.confidence, Calibration.of_run(run))

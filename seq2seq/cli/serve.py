@@ -62,13 +62,13 @@ def serve(run: Path | None = RUN, device: str = DEVICE, **given):
         )
     import torch
 
-    from seq2seq.cli.document import markup_method
+    from seq2seq.alignment.aligner import layer_method
     from seq2seq.runs.load import load_run
     from seq2seq.serve.app import create_app
     from seq2seq.serve.info import run_info
     from seq2seq.serve.server import listen
     from seq2seq.serve.server import serve as run_server
-    from seq2seq.trust.calibration import RUN_FILE, Calibration
+    from seq2seq.trust.calibration import Calibration
 
     # One core is left to the HTTP side (parsing, JSON, the event loop): on 2 cores with 32 clients
     # the model on 1 thread serves 147 sentences/s, on 2 threads 121 (scripts/bench_serve.py).
@@ -78,8 +78,8 @@ def serve(run: Path | None = RUN, device: str = DEVICE, **given):
     model, tokenizer = load_run(run, device, packed=True)
     info = run_info(run, model, tokenizer)
     limits = {name: getattr(args, name) for name in LIMITS}
-    limits["calibration"] = Calibration.read(run / RUN_FILE)  # the trust flags: the run's own, if fitted
-    limits["markup"] = markup_method(run)  # a document's tags placed as translate places them
+    limits["calibration"] = Calibration.of_run(run)  # the trust flags: the run's own, if fitted
+    limits["markup"] = layer_method(run)  # a document's tags placed as translate places them
     app = create_app(model, tokenizer, info, api_key=key, loopback_only=loopback, **limits)
     announce(sock, run, info, args.beam)
     run_server(app, sock)

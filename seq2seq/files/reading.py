@@ -30,6 +30,14 @@ def read_lines(path: Path | None) -> list[str]:
     return [line for group in line_groups(path, sys.maxsize) for line in group]
 
 
+def read_pairs(source: Path, target: Path) -> tuple[list[str], list[str]]:
+    """The lines of two files that pair up, line for line; one line naming both counts if not."""
+    sources, targets = read_lines(source), read_lines(target)
+    if len(sources) != len(targets):
+        raise Seq2SeqError(f"{source} has {len(sources)} lines but {target} has {len(targets)}")
+    return sources, targets
+
+
 def line_groups(path: Path | None, most: int) -> Iterator[list[str]]:
     """Lines of a file or stdin in groups of at most `most`, each as soon as it is complete: a group
     ends early when more input would mean waiting, so a program that feeds a pipe line by line gets

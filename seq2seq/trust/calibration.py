@@ -85,6 +85,11 @@ class Calibration:
             ) from None
 
     @classmethod
+    def of_run(cls, run: Path) -> "Calibration":
+        """A run's own calibration (RUN_FILE, written by `check --calibrate`), else the package's."""
+        return cls.read(Path(run) / RUN_FILE)
+
+    @classmethod
     def from_json(cls, text: str) -> "Calibration":
         data = json.loads(text)
         return cls(
