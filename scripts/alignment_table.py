@@ -7,8 +7,9 @@ input, integrated gradients, the head guided alignment trained (for a run that u
 alignment layer (for a run `seq2seq align-train` fitted one: its seconds are its fitting's plus its
 aligning's), and eflomal trained on the run's training pairs plus the pairs aligned. Each AER
 with its 95% bootstrap interval over sentences. With --reverse-run (a run
-translating the other way), the mean of the two directions' word scores, by the extraction rule
-the development half chooses.
+translating the other way), the two directions' word scores combined (mean, harmonic mean,
+product), each run read with its guided head (or the head chosen on dev) and, where both runs
+have an alignment layer, with their layers, by the extraction rule the development half chooses.
 
     python -m scripts.alignment_table --run runs/multi30k-en-fr --data-dir ../shared/corpora/multi30k
 
@@ -22,9 +23,9 @@ from pathlib import Path
 
 from scripts import figures
 from scripts.common import REPO, cpu
-from seq2seq.alignment.aligner import SETTINGS
+from seq2seq.alignment.aligner import SETTINGS, layer_method
 from seq2seq.alignment.aligner import load as load_aligner
-from seq2seq.alignment.api import align, head_scores, symmetrized
+from seq2seq.alignment.api import COMBINATIONS, align, head_scores, symmetrized
 from seq2seq.alignment.baseline import eflomal_with_corpus
 from seq2seq.alignment.methods import Method
 from seq2seq.alignment.pharaoh import read_links
@@ -74,29 +75,52 @@ def guided_or(run: Path, model, method: Method) -> Method:
 
 
 def rule_name(rule: tuple[str, float]) -> str:
-    return f"threshold {rule[1]}" if rule[0] == "threshold" else rule[0]
+    return f"{rule[0]} {rule[1]}" if rule[0] in ("threshold", "mass") else rule[0]
+
+
+LAYER_RULES = [("mass", t) for t in (0.1, 0.2, 0.3, 0.4, 0.5)] + [("intersect", 0.5), ("grow", 0.5)]
 
 
 def reverse_rows(run: Path, reverse_run: Path, model, tokenizer, chosen: Method, dev, test) -> list:
-    """Test rows of the two directions' mean scores, each run read with its guided head (or the
-    method chosen on dev): the extraction rule chosen on dev, and argmax."""
+    """Test rows of the two directions together: each run read with its guided head (or the method
+    chosen on dev), and where both have one, with their alignment layers; for each combination of
+    the scores (mean, harmonic mean, product) the extraction rule chosen on dev; the pair of
+    combination and rule best on dev is marked."""
     back_model, back_tokenizer = load_run(reverse_run)
-    forward = (model, tokenizer, guided_or(run, model, chosen))
-    reverse = (back_model, back_tokenizer, guided_or(reverse_run, back_model, chosen))
-    on_dev = both_directions(forward, reverse, dev)
-    aer = lambda rule: score([a.links for a in symmetrized(*on_dev, *rule)], dev[2]).aer  # noqa: E731
-    best = min(RULES, key=aer)
-    start = time.perf_counter()
-    on_test = both_directions(forward, reverse, test)
-    aligned = time.perf_counter() - start  # each row's seconds: this, and its own extraction
+    readings = [("heads", guided_or(run, model, chosen), guided_or(reverse_run, back_model, chosen), RULES)]
+    layers = layer_method(run), layer_method(reverse_run)
+    if None not in layers:
+        readings.append(("layers", *layers, LAYER_RULES))
     rows = []
-    for rule in dict.fromkeys([best, ("argmax", 0.5)]):
+    for _, ahead, behind, rules in readings:
+        forward, reverse = (model, tokenizer, ahead), (back_model, back_tokenizer, behind)
+        on_dev = both_directions(forward, reverse, dev)
+        on_dev_aer = {(r, how): dev_aer(on_dev, dev[2], r, how) for r in rules for how in COMBINATIONS}
+        best = {how: min(rules, key=lambda rule: on_dev_aer[rule, how]) for how in COMBINATIONS}
+        overall = min(best, key=lambda how: on_dev_aer[best[how], how])
         start = time.perf_counter()
-        found = symmetrized(*on_test, *rule)
-        label = f"both directions: {found[0].method}, {rule_name(rule)}"
-        label += f" (chosen on dev: dev AER {aer(rule):.3f})" if rule == best else ""
-        rows.append((label, score([a.links for a in found], test[2]), aligned + time.perf_counter() - start))
+        on_test = both_directions(forward, reverse, test)
+        aligned = time.perf_counter() - start + fitted(run, ahead) + fitted(reverse_run, behind)
+        for how, rule in best.items():
+            start = time.perf_counter()
+            found = symmetrized(*on_test, *rule, how)
+            label = f"both directions: {found[0].method}, {rule_name(rule)} (chosen on dev: dev AER "
+            label += f"{on_dev_aer[rule, how]:.3f}{'; the best on dev' if how == overall else ''})"
+            seconds = aligned + time.perf_counter() - start
+            rows.append((label, score([a.links for a in found], test[2]), seconds))
     return rows
+
+
+def dev_aer(on_dev: tuple, gold: list, rule: tuple[str, float], how: str) -> float:
+    """The AER of two directions' alignments of the development half, combined `how`."""
+    return score([a.links for a in symmetrized(*on_dev, *rule, how)], gold).aer
+
+
+def fitted(run: Path, method: Method) -> float:
+    """The seconds `align-train` took to fit the run's layer (0 for a method that needs none)."""
+    if method.name != "layer":
+        return 0.0
+    return json.loads((run / SETTINGS).read_text(encoding="utf-8")).get("seconds", 0.0)
 
 
 def main() -> None:

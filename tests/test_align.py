@@ -135,6 +135,24 @@ def test_two_directions_are_symmetrized_by_their_mean_scores_by_hand():
             symmetrized([forward], [other])
 
 
+def test_the_harmonic_mean_and_the_product_ask_both_directions_to_hold_a_link():
+    from seq2seq.alignment.api import Alignment, symmetrized
+
+    # forward: "chien" looks only at "a" (0.9); reverse: "a" looks only at "un". The mean keeps
+    # chien-a at 0.45 (one direction holds it); the harmonic mean and the product drop it to 0
+    forward = Alignment(["a", "dog"], ["un", "chien"], set(), np.array([[0.8, 0.0], [0.9, 0.1]]), "f")
+    reverse = Alignment(["un", "chien"], ["a", "dog"], set(), np.array([[0.6, 0.0], [0.0, 0.5]]), "r")
+    at = lambda combine: symmetrized([forward], [reverse], "mass", 0.3, combine)[0]  # noqa: E731
+    assert np.allclose(at("mean").scores, [[0.7, 0.0], [0.45, 0.3]])
+    assert np.allclose(at("harmonic").scores, [[2 * 0.48 / 1.4, 0.0], [0.0, 0.1 / 0.6]])
+    assert np.allclose(at("product").scores, [[0.48, 0.0], [0.0, 0.05]])
+    assert at("mean").links == {(0, 0), (0, 1), (1, 1)}
+    assert at("harmonic").links == at("product").links == {(0, 0)}
+    assert at("product").method == "product of f and the reverse r"
+    with pytest.raises(Seq2SeqError, match="--combine must be one of mean, harmonic, product"):
+        symmetrized([forward], [reverse], combine="max")
+
+
 def test_the_gold_tokenization_splits_punctuation_and_apostrophes():
     assert split_words("A woman's dog doesn't run.", "en") == [
         "A",

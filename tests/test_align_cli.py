@@ -123,6 +123,23 @@ def test_a_reverse_run_aligns_by_the_mean_of_the_two_directions(cli, tiny_run, p
     assert link_sets(cli(*args(tiny_run[0], pairs, *symmetrized))) == []  # nothing in, nothing out
 
 
+@pytest.mark.parametrize("combine", ["harmonic", "product"])
+def test_a_reverse_run_combines_the_directions_as_asked(cli, tiny_run, pairs, combine):
+    from seq2seq.alignment.api import COMBINATIONS
+
+    back = turned_round(tiny_run, pairs)
+    ahead = align(*load_run(tiny_run[0]), EN[:4], FR[:4])
+    behind = align(*load_run(back), FR[:4], EN[:4])
+    expected = [
+        extract(COMBINATIONS[combine](f.scores, r.scores.T), "threshold", 0.2)
+        for f, r in zip(ahead, behind, strict=True)
+    ]
+    asked = ("--reverse-run", back, "--combine", combine, "--extract", "threshold", "--threshold", "0.2")
+    assert link_sets(cli(*args(tiny_run[0], pairs, *asked, "--json"))) == expected
+    alone = cli(*args(tiny_run[0], pairs, "--combine", combine))
+    assert alone.code == 2 and "--combine" in alone.err and "--reverse-run" in alone.err, alone.err
+
+
 @pytest.mark.parametrize(
     "turn, more, message",
     [

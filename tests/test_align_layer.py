@@ -85,3 +85,26 @@ def documents_place_their_tags_through_it(run, cli, tmp_path):
     with TestClient(make_app(run, markup=method)) as client:
         body = {"text": page, "format": "html", "max_len": 8}
         assert client.post("/translate", json=body).json()["document"] == done.text
+
+
+def test_the_threshold_is_chosen_on_the_gold_pairs_turned_round_for_a_fr_en_run(run):
+    """The shipped gold set is en->fr: a fr->en run's layer is scored on its pairs turned round
+    (French first, each link's words swapped); languages it does not pair are left at 0.5."""
+    from seq2seq.alignment.aligner import GOLD, THRESHOLDS, choose_threshold
+    from seq2seq.alignment.pharaoh import read_links
+
+    model, tokenizer = load_run(run)
+    layer = train_layer(model.cfg.d_model, [], epochs=1)
+    assert choose_threshold(layer, model, tokenizer, ("de", "en")) == (0.5, None)
+    threshold, dev_aer = choose_threshold(layer, model, tokenizer, ("fr", "en"))
+    french, english = (GOLD / "dev.fr").read_text().splitlines(), (GOLD / "dev.en").read_text().splitlines()
+    examples = examples_of(model, tokenizer, french, english)
+    masses = [None if e is None else word_mass(layer, e) for e in examples]
+    gold = read_links(GOLD / "dev.align")
+    turned = [Links({(j, i) for i, j in g.sure}, {(j, i) for i, j in g.possible}) for g in gold]
+
+    def aer(links: list[Links], t: float) -> float:
+        return score([set() if m is None else extract(m, "mass", t) for m in masses], links).aer
+
+    assert threshold in THRESHOLDS and dev_aer == round(min(aer(turned, t) for t in THRESHOLDS), 4)
+    assert dev_aer == round(aer(turned, threshold), 4) != round(aer(gold, threshold), 4)

@@ -50,7 +50,7 @@ def test_two_directions_give_one_alignment_a_pair_within_its_words(run):
     model, tokenizer = load_run(run)
     options = DecodeOptions(beam=2)
     forward = align(model, tokenizer, *PAIRS, Method(), "argmax", 0.0, options)
-    both = both_directions(forward, (model, tokenizer), Method(), "intersect", 0.5, options)
+    both = both_directions(forward, (model, tokenizer), Method(), ("intersect", 0.5, "mean"), options)
     assert len(both) == len(forward)
     for a in both:
         assert a.links and all(i < len(a.source_words) and j < len(a.target_words) for i, j in a.links)

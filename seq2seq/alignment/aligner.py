@@ -3,7 +3,8 @@ them (`seq2seq align-train`), kept in the run (aligner.safetensors, aligner.json
 by `seq2seq align`, which aligns with it by default once it is there.
 
 Its threshold is chosen on the shipped gold set's development half where the run translates its
-languages (en->fr) and the source tree is at hand, else 0.5; aligner.json says which."""
+languages (en->fr, or fr->en: the gold pairs turned round) and the source tree is at hand, else
+0.5; aligner.json says which."""
 
 import json
 import time
@@ -85,10 +86,12 @@ def choose_threshold(layer, model, tokenizer, langs) -> tuple[float, float | Non
     from seq2seq.alignment.pharaoh import read_links
     from seq2seq.alignment.score import score
 
-    if langs != ("en", "fr") or not (GOLD / "dev.align").is_file():
+    if set(langs) != {"en", "fr"} or not (GOLD / "dev.align").is_file():
         return 0.5, None
     sources, targets = ((GOLD / f"dev.{lang}").read_text(encoding="utf-8").splitlines() for lang in langs)
     gold = read_links(GOLD / "dev.align")
+    if langs == ("fr", "en"):  # the gold set is en->fr: its pairs turned round
+        gold = [links.turned() for links in gold]
     masses = [
         None if e is None else word_mass(layer, e) for e in examples_of(model, tokenizer, sources, targets)
     ]

@@ -86,15 +86,32 @@ def align(
     return [found.get(i) or Alignment([], [], set(), empty, method.describe()) for i in range(len(sources))]
 
 
+# How two directions' word scores (f: the target word's look at the source word, r: the source
+# word's at the target word, both in [0, 1]) become one: their mean keeps a link either direction
+# holds strongly; the harmonic mean and the product need both (agreement, as Mask-Align asks of
+# its two directions), the product scaled down most.
+COMBINATIONS = {
+    "mean": lambda f, r: (f + r) / 2,
+    "harmonic": lambda f, r: np.divide(2 * f * r, f + r, out=np.zeros_like(f), where=(f + r) > 0),
+    "product": lambda f, r: f * r,
+}
+
+
 def symmetrized(
-    forward: list[Alignment], reverse: list[Alignment], rule: str = "intersect", threshold: float = 0.5
+    forward: list[Alignment],
+    reverse: list[Alignment],
+    rule: str = "intersect",
+    threshold: float = 0.5,
+    combine: str = "mean",
 ) -> list[Alignment]:
     """Each pair aligned by two models that translate opposite ways, as eflomal's two directions
     are: `forward` aligns the pairs (source, target), `reverse` the same pairs turned round
-    (target, source). A pair's word scores are the mean of the forward scores and the reverse ones
-    turned round (how much the target word looks at the source word, and the source word at the
-    target word), and `rule` extracts its links (extract.py). The result keeps the forward
-    alignment's maps, which the pictures draw the links over."""
+    (target, source). A pair's word scores are the forward scores and the reverse ones turned
+    round (how much the target word looks at the source word, and the source word at the target
+    word) combined by `combine` (COMBINATIONS), and `rule` extracts its links (extract.py). The
+    result keeps the forward alignment's maps, which the pictures draw the links over."""
+    if combine not in COMBINATIONS:
+        raise Seq2SeqError(f"--combine must be one of {', '.join(COMBINATIONS)}, not {combine!r}")
     if len(forward) != len(reverse):
         raise Seq2SeqError(f"{len(forward)} pairs one way but {len(reverse)} the other")
     out = []
@@ -105,8 +122,8 @@ def symmetrized(
         same_words = (f.source_words, f.target_words) == (r.target_words, r.source_words)
         if not same_words or f.scores.shape != r.scores.T.shape:
             raise Seq2SeqError(f"line {number}: the two directions read different words")
-        scores = (f.scores + r.scores.T) / 2  # (n target words, m source words)
-        method = f"mean of {f.method} and the reverse {r.method}"
+        scores = COMBINATIONS[combine](f.scores, r.scores.T)  # (n target words, m source words)
+        method = f"{combine} of {f.method} and the reverse {r.method}"
         out.append(replace(f, links=extract(scores, rule, threshold), scores=scores, method=method))
     return out
 

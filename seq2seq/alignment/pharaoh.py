@@ -29,6 +29,10 @@ class Links:
         """Links an aligner produced: all Sure."""
         return cls(set(links), set(links))
 
+    def turned(self) -> "Links":
+        """The same links of the pair turned round (target word first)."""
+        return Links({(j, i) for i, j in self.sure}, {(j, i) for i, j in self.possible})
+
     def pharaoh(self) -> str:
         """`i-j` for each Sure link and `i?j` for each only-Possible one, sorted by target then
         source word (as eflomal and fast_align write)."""

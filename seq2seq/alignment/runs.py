@@ -36,11 +36,16 @@ def check_turned_round(run: Path, reverse_run: Path) -> None:
 
 
 def both_directions(
-    found: list[Alignment], reverse, method: Method, rule: str, threshold: float, options: DecodeOptions
+    found: list[Alignment],
+    reverse,
+    method: Method,
+    extraction: tuple[str, float, str],
+    options: DecodeOptions,
 ) -> list[Alignment]:
     """The forward alignments `found` combined with the reverse run's (`reverse`: its model and
     tokenizer) of the same pairs turned round (the forward run's translations when no target was
-    given), read with `method`: the mean of the two directions' word scores, extracted by `rule`."""
+    given), read with `method`: the two directions' word scores combined, extracted by
+    `extraction` (rule, threshold, combination: `symmetrized`)."""
     model, tokenizer = reverse
     # a pair with a side of no words (a translation to nothing) has no links: aligned as blank
     sources = [" ".join(a.source_words) if a.target_words else "" for a in found]
@@ -48,7 +53,7 @@ def both_directions(
     turned = "the reverse run reads each pair turned round: "
     sides = (f"{turned}target", f"{turned}source")
     back = align_pairs(model, tokenizer, targets, sources, method, "argmax", 0.0, options, sides)
-    return symmetrized(found, back, rule, threshold)
+    return symmetrized(found, back, *extraction)
 
 
 def eflomal_links(run: Path, data_dir: str | None, sources: list[str], targets: list[str]) -> list[set]:

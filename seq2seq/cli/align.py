@@ -56,7 +56,13 @@ class AlignArgs:
     head: int | None = option(None, "Head, from 1 [default: their mean].", 1, None)
     steps: int = option(32, "Integrated gradients' steps.", 1, 1024)
     extract: str = option("argmax", EXTRACT_HELP)
-    threshold: float = option(0.5, "For --extract threshold.", 0.0, 1.0)
+    threshold: float | None = option(
+        None,
+        "For --extract threshold and mass [default: 0.5; for the alignment layer, the threshold "
+        "align-train chose on the development half].",
+        0.0,
+        1.0,
+    )
     gold: Path | None = option(
         None, "Gold links (Pharaoh i-j Sure / i?j Possible, or NAACL): print P, R and AER."
     )
@@ -74,6 +80,12 @@ class AlignArgs:
         "mean of the two directions' (the reverse run's turned round), the links extracted from them by "
         "--extract; each run read with the head its --guided-alignment trained, or with "
         "--method/--layer/--head.",
+    )
+    combine: str = option(
+        "mean",
+        "With --reverse-run, how the two directions' word scores become one: mean (a link either "
+        "direction holds), harmonic (the harmonic mean: both must hold it) or product.",
+        choices=("mean", "harmonic", "product"),
     )
     output: Path | None = option(None, "Write the links here [default: stdout].")
     as_json: bool = option(False, "Scores (or links) as JSON.", flag="--json")
@@ -124,6 +136,8 @@ class AlignArgs:
             raise typer.BadParameter(
                 "aligns with the model: not with --baseline or --all-heads", param_hint="--reverse-run"
             )
+        if self.combine != "mean" and self.reverse_run is None:
+            raise typer.BadParameter("combines two directions: give --reverse-run", param_hint="--combine")
         if self.baseline is not None and self.target is None:
             raise typer.BadParameter("needs --target: eflomal aligns given pairs", param_hint="--baseline")
 
@@ -193,9 +207,10 @@ def with_model(args: AlignArgs, runs: tuple, options, sources, targets, gold_lin
     run, reverse, device = runs
     model, tokenizer = load_run(run, device)
     chosen = method_of(args, run, model, given_method(args, run))
-    rule, threshold = args.extract, args.threshold
+    rule, threshold = args.extract, 0.5 if args.threshold is None else args.threshold
     if chosen.name == "layer":  # its links: its own rule, at the threshold chosen for it
-        rule, threshold = "mass", chosen.aligner.threshold
+        rule = "mass"
+        threshold = chosen.aligner.threshold if args.threshold is None else args.threshold
     if args.all_heads:
         shifted = chosen.name == "shift"
         table, found = head_scores(
@@ -206,7 +221,7 @@ def with_model(args: AlignArgs, runs: tuple, options, sources, targets, gold_lin
     if reverse is not None:
         back = load_run(reverse, device)
         method = method_of(args, reverse, back[0], chosen, "the reverse run: ")
-        found = both_directions(found, back, method, rule, threshold, options)
+        found = both_directions(found, back, method, (rule, threshold, args.combine), options)
     check_gold(args.gold, gold_links, [a.source_words for a in found], [a.target_words for a in found])
     if args.all_heads:
         print_scores({head_name(shifted, *key): result for key, result in table.items()}, args.as_json)
