@@ -64,7 +64,7 @@ def write_run(run: Path, make_model: Callable[[int], torch.nn.Module], tokenizer
     else:
         (run / ckpt.TOKENIZER).write_bytes(tokenizer.sp.serialized_model_proto())
     model = make_model(tokenizer.vocab_size)
-    ckpt.save_config(run, ckpt.config_sections(model.cfg, TrainConfig(), tokenizer))
+    ckpt.save_config(run, ckpt.config_sections(model.cfg, TrainConfig(guided_alignment=None), tokenizer))
     ckpt.save_weights(model, run / ckpt.BEST)
     return run
 

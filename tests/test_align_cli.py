@@ -84,8 +84,8 @@ def test_a_guided_run_is_aligned_with_the_head_it_trained(cli, tiny_run, pairs, 
     assert "mean of heads" not in json.loads(default.out)["method"]
     said = f"the head --guided-alignment trained: layer {read_as[3]} head 1"
     assert said in default.err and said not in explicit.err
-    # a method, layer or head given is what aligns: here the unguided run's default
-    unguided = cli(*args(tiny_run[0], pairs, "--gold", pairs / "gold.txt", "--json"))
+    # a method, layer or head given is what aligns: here the unguided run's, read the same way
+    unguided = cli(*args(tiny_run[0], pairs, "--gold", pairs / "gold.txt", "--json", "--method", "attention"))
     assert json.loads(scored("--method", "attention").out) == json.loads(unguided.out)
 
 
@@ -111,11 +111,12 @@ def test_a_reverse_run_aligns_by_the_mean_of_the_two_directions(cli, tiny_run, p
     ahead = align(*load_run(tiny_run[0]), sources, targets)
     behind = align(*load_run(back), targets, sources)
     expected = [extract((f.scores + r.scores.T) / 2, rule) for f, r in zip(ahead, behind, strict=True)]
-    both = link_sets(cli(*args(tiny_run[0], pairs, "--reverse-run", back, "--extract", rule, "--json")))
+    read = ("--reverse-run", back, "--method", "attention", "--extract", rule, "--json")
+    both = link_sets(cli(*args(tiny_run[0], pairs, *read)))
     assert both == expected
     # without a target, the reverse run is forced through the forward run's own translations
     (pairs / "src.txt").write_text("a dog runs\n\nthe cat sleeps\n")
-    symmetrized = ("--reverse-run", back, "--extract", rule, "--json")
+    symmetrized = read
     own = cli("align", "--run", tiny_run[0], "--source", pairs / "src.txt", *symmetrized)
     assert len(link_sets(own)) == 3 and link_sets(own)[1] == set()
     for side in ("src.txt", "tgt.txt"):
@@ -134,7 +135,8 @@ def test_a_reverse_run_combines_the_directions_as_asked(cli, tiny_run, pairs, co
         extract(COMBINATIONS[combine](f.scores, r.scores.T), "threshold", 0.2)
         for f, r in zip(ahead, behind, strict=True)
     ]
-    asked = ("--reverse-run", back, "--combine", combine, "--extract", "threshold", "--threshold", "0.2")
+    asked = ("--reverse-run", back, "--combine", combine, "--method", "attention", "--extract", "threshold")
+    asked += ("--threshold", "0.2")
     assert link_sets(cli(*args(tiny_run[0], pairs, *asked, "--json"))) == expected
     alone = cli(*args(tiny_run[0], pairs, "--combine", combine))
     assert alone.code == 2 and "--combine" in alone.err and "--reverse-run" in alone.err, alone.err
@@ -272,3 +274,28 @@ def test_markup_is_placed_into_the_targets_through_the_links(cli, tiny_run, pair
         assert out == expected and out.count("<b>") == out.count("</b>") == 1 and "<br>" in out
     refused = cli("align", "--run", tiny_run[0], "--source", pairs / "tagged.txt", "--markup")
     assert refused.code == 2 and "needs --target" in refused.err
+
+
+def test_an_unguided_run_is_read_with_the_head_the_development_half_chooses(cli, tiny_run, pairs):
+    from seq2seq.alignment.aligner import development_half
+    from seq2seq.alignment.api import head_scores
+
+    default = cli(*args(tiny_run[0], pairs, "--json"))
+    said = re.search(r"aligning with attention layer (\d) (head (\d)|mean of heads), the gold set's "
+                     r"development half's best \(AER (\S+)\)", default.err)  # fmt: skip
+    assert default.code == 0 and said, default.err
+    model, tokenizer = load_run(tiny_run[0])
+    table, _ = head_scores(model, tokenizer, *development_half(("en", "fr")), shifted=False)
+    (layer, head), best = min(table.items(), key=lambda item: item[1].aer)
+    assert (int(said[1]), said[3] and int(said[3])) == (layer, head) and said[4] == f"{best.aer:.3f}"
+    read = ("--layer", str(layer)) + (() if head is None else ("--head", str(head)))
+    assert default.out == cli(*args(tiny_run[0], pairs, "--json", *read)).out
+    # a run between languages the gold set does not pair: the last layer's mean, nothing said
+    other = pairs / "de"
+    shutil.copytree(tiny_run[0], other)
+    sections = json.loads((other / "config.json").read_text())
+    sections["train"].update(tgt="de")
+    (other / "config.json").write_text(json.dumps(sections))
+    plain = cli(*args(other, pairs, "--json"))
+    assert plain.code == 0 and "aligning" not in plain.err
+    assert plain.out == cli(*args(tiny_run[0], pairs, "--json", "--method", "attention")).out

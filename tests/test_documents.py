@@ -201,12 +201,14 @@ def test_the_format_comes_from_the_suffix_or_format(cli, tiny_run, tmp_path):
 def test_the_server_translates_a_document_as_the_command_does(run, cli, tmp_path):
     from fastapi.testclient import TestClient
 
+    from seq2seq.alignment.runs import placing_method
     from tests.serve_helpers import make_app
 
     (tmp_path / "doc.md").write_text(MARKDOWN, encoding="utf-8")
     said = cli("translate", "--run", run, "--beam", "2", "--max-len", "8", "--input", tmp_path / "doc.md")
     assert said.code == 0, said.err
-    with TestClient(make_app(run)) as client:
+    markup = placing_method(run, *load_run(run))  # as `seq2seq serve` places tags
+    with TestClient(make_app(run, markup=markup)) as client:
         body = {"text": MARKDOWN, "format": "markdown", "beam": 2, "max_len": 8}
         answer = client.post("/translate", json=body).json()
         assert answer["document"] == said.out and answer["sentences"] > 3 and "translations" not in answer

@@ -3,6 +3,7 @@
 import gzip
 import json
 import re
+from importlib.util import find_spec
 
 import numpy as np
 import pytest
@@ -136,4 +137,75 @@ def test_a_guided_run_resumes_with_its_links(cli, tmp_path):
     assert again.code == 0, again.err
     assert json.loads((run / "config.json").read_text())["train"]["guided_alignment"] == str(
         tmp_path / "train.align"
+    )
+
+
+def test_eflomal_guidance_computes_the_links_once_and_align_reads_the_head(cli, tmp_path):
+    pytest.importorskip("eflomal", reason="guided alignment's teacher: pip install -e '.[align]'")
+    data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
+    run = tmp_path / "run"
+    first = cli(*train_args(data, run, steps=2), "--guided-alignment", "eflomal")
+    assert first.code == 0 and "alignment: guided by eflomal's links of the corpus's 40 pairs" in first.out
+    links = (run / "guided.align").read_text()
+    sources = gzip.decompress((data / "train.en.gz").read_bytes()).decode().splitlines()
+    targets = gzip.decompress((data / "train.fr.gz").read_bytes()).decode().splitlines()
+    assert len(links.splitlines()) == 40 and any(links.splitlines())
+    for line, s, t in zip(links.splitlines(), sources, targets, strict=True):
+        pairs = [tuple(map(int, link.split("-"))) for link in line.split()]
+        assert all(i < len(s.split()) and j < len(t.split()) for i, j in pairs)
+    assert json.loads((run / "config.json").read_text())["train"]["guided_alignment"] == "eflomal"
+    again = cli(*train_args(data, run, steps=4))  # resumed: the links kept, not computed again
+    assert again.code == 0 and "eflomal's links" not in again.out, again.err
+    assert (run / "guided.align").read_text() == links
+    (tmp_path / "s").write_text("a dog runs\n")
+    said = cli("align", "--run", run, "--source", tmp_path / "s")
+    assert said.code == 0 and "aligning with the head --guided-alignment trained" in said.err
+
+
+def test_auto_guides_a_corpus_eflomal_can_learn_from_and_says_why_not_otherwise(cli, tmp_path):
+    from seq2seq.training.guided import AUTO_PAIRS, guidance
+
+    data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
+    result = cli(*train_args(data, tmp_path / "run"))  # the default: auto
+    assert result.code == 0, result.err
+    if find_spec("eflomal") is not None:
+        assert "alignment: unguided: a corpus of 40 pairs is too small for eflomal's links" in result.out
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["train"]["guided_alignment"] is None
+    assert not (tmp_path / "run" / "guided.align").exists()
+    pytest.importorskip("eflomal", reason="guided alignment's teacher: pip install -e '.[align]'")
+    # "a red dog" is "un chien rouge": each adjective with each noun, so eflomal can tell them apart
+    adjectives = [("red", "rouge"), ("big", "grand"), ("small", "petit"), ("blue", "bleu"), ("old", "vieux")]
+    nouns = [("dog", "chien"), ("cat", "chat"), ("car", "camion"), ("boat", "bateau"), ("bird", "oiseau")]
+    pairs = [
+        (
+            f"a {adjectives[i % 5][0]} {nouns[i // 5 % 5][0]}",
+            f"un {nouns[i // 5 % 5][1]} {adjectives[i % 5][1]}",
+        )
+        for i in range(AUTO_PAIRS)
+    ]
+    config, told = guidance(TrainConfig(), tmp_path / "big", lambda: pairs)
+    assert config.guided_alignment == "eflomal" and f"links of the corpus's {AUTO_PAIRS:,} pairs" in told
+    lines = [set(line.split()) for line in (tmp_path / "big" / "guided.align").read_text().splitlines()]
+    assert len(lines) == AUTO_PAIRS and lines[0] == lines[7] == {"0-0", "1-2", "2-1"}
+
+
+def test_without_eflomal_auto_trains_unguided_and_eflomal_is_refused_in_one_line(cli, tmp_path, monkeypatch):
+    from seq2seq.training import guided
+
+    monkeypatch.setattr(guided, "find_spec", lambda name: None)
+    config, told = guided.guidance(TrainConfig(), tmp_path, lambda: [])
+    assert config.guided_alignment is None and told.startswith(
+        "unguided: eflomal is not installed (pip install"
+    )
+    data = write_multi30k(tmp_path / "corpus", {"train": 40, "val": 4})
+    result = cli(*train_args(data, tmp_path / "run"), "--guided-alignment", "eflomal")
+    assert result.code == 2 and result.err.strip().count("\n") == 0, result.err
+    assert "--guided-alignment eflomal needs eflomal: pip install 'seq2seq[align]'" in result.err
+    assert not any(
+        (tmp_path / "run" / name).exists() for name in ("config.json", "tokenizer.model", "guided.align")
+    )
+    none = TrainConfig(guided_alignment="none")
+    assert (
+        none.guided_alignment is None
+        and TrainConfig(guided_alignment="eflomal").guided_alignment == "eflomal"
     )

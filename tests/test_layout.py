@@ -42,6 +42,7 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
         "views.plots",
         "alignment.pharaoh",
         "alignment.words",
+        "alignment.baseline",
         *SHARED,
     },
     # a document's sentences are searched, and its markup placed through the alignment

@@ -83,15 +83,12 @@ def choose_threshold(layer, model, tokenizer, langs) -> tuple[float, float | Non
     """The threshold with the lowest AER on the gold set's development half (its AER), or 0.5 and
     None where the gold set does not fit the run."""
     from seq2seq.alignment.extract import extract
-    from seq2seq.alignment.pharaoh import read_links
     from seq2seq.alignment.score import score
 
-    if set(langs) != {"en", "fr"} or not (GOLD / "dev.align").is_file():
+    half = development_half(langs)
+    if half is None:
         return 0.5, None
-    sources, targets = ((GOLD / f"dev.{lang}").read_text(encoding="utf-8").splitlines() for lang in langs)
-    gold = read_links(GOLD / "dev.align")
-    if langs == ("fr", "en"):  # the gold set is en->fr: its pairs turned round
-        gold = [links.turned() for links in gold]
+    sources, targets, gold = half
     masses = [
         None if e is None else word_mass(layer, e) for e in examples_of(model, tokenizer, sources, targets)
     ]
@@ -100,6 +97,19 @@ def choose_threshold(layer, model, tokenizer, langs) -> tuple[float, float | Non
         for t in THRESHOLDS
     )
     return best[1], round(best[0], 4)
+
+
+def development_half(langs: tuple[str, str]) -> tuple[list[str], list[str], list] | None:
+    """The shipped gold set's development half as a run between `langs` reads it (sources,
+    targets, their links; a fr->en run's pairs turned round), or None where it does not fit the
+    run or the source tree is not at hand."""
+    from seq2seq.alignment.pharaoh import read_links
+
+    if set(langs) != {"en", "fr"} or not (GOLD / "dev.align").is_file():
+        return None
+    sources, targets = ((GOLD / f"dev.{lang}").read_text(encoding="utf-8").splitlines() for lang in langs)
+    gold = read_links(GOLD / "dev.align")
+    return sources, targets, gold if langs[0] == "en" else [links.turned() for links in gold]
 
 
 def save(run: Path, layer: AlignLayer, settings: dict) -> None:

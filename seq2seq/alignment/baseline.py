@@ -10,7 +10,7 @@ from pathlib import Path
 
 from seq2seq.alignment.pharaoh import Links, parse_line
 from seq2seq.alignment.symmetry import grow_diag_final_and
-from seq2seq.alignment.words import split_words
+from seq2seq.alignment.words import split_with_origin, split_words
 from seq2seq.data.corpus import load_pairs
 from seq2seq.errors import Seq2SeqError
 
@@ -41,6 +41,18 @@ def eflomal_with_corpus(
     pairs = load_pairs(corpus, "train", src, tgt, data_dir)
     extra = [(" ".join(split_words(s, src)), " ".join(split_words(t, tgt))) for s, t in pairs]
     return eflomal_links(sources, targets, extra), len(pairs)
+
+
+def corpus_links(pairs: list[tuple[str, str]], src: str, tgt: str) -> list[Links]:
+    """eflomal's links of a corpus's pairs (guided alignment's teacher): split as the gold set is
+    (`split_words`), both directions, grow-diag-final-and, then mapped back onto each line's own
+    whitespace tokens, which training counts words by."""
+    split = [(split_with_origin(s, src), split_with_origin(t, tgt)) for s, t in pairs]
+    links = eflomal_links([" ".join(s[0]) for s, _ in split], [" ".join(t[0]) for _, t in split])
+    return [
+        Links.of({(s[1][i], t[1][j]) for i, j in pair.sure})
+        for (s, t), pair in zip(split, links, strict=True)
+    ]
 
 
 def _read(path: Path) -> list[set]:

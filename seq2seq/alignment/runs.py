@@ -1,6 +1,7 @@
-"""Word alignment with a run, as `seq2seq align` does it: the head its guided training taught (read
-where it was trained), both directions of two runs combined, and eflomal beside the model on the
-run's own training pairs. The command parses, calls these and prints."""
+"""Word alignment with a run, as `seq2seq align` does it: the run's best reading (its alignment
+layer, the head its guided training taught, read where it was trained, or the head the shipped gold
+set's development half chooses), both directions of two runs combined, and eflomal beside the
+model on the run's own training pairs. The command parses, calls these and prints."""
 
 from pathlib import Path
 
@@ -25,6 +26,54 @@ def describe_trained(method: Method) -> str:
     where = ", shifted by one (Shift-Att)" if method.name == "shift" else ""
     return (
         f"aligning with the head --guided-alignment trained: layer {method.layer} head {method.head}{where}"
+    )
+
+
+def best_method(
+    run: Path, model, tokenizer, rule: str = "argmax", steps: int = 32
+) -> tuple[Method, str] | None:
+    """How the run aligns best where the user chose nothing, and the line that tells it: its
+    alignment layer (`align-train`), else the head its --guided-alignment trained, else the head
+    with the lowest AER (by `rule`) on the shipped gold set's development half, for a run between
+    its languages (en and fr) where the source tree is at hand; None else (the last layer's mean)."""
+    from seq2seq.alignment.aligner import layer_method
+
+    layer = layer_method(run)
+    if layer is not None:
+        return layer, f"aligning with {layer.describe()}"
+    trained = trained_method(run, model, steps)
+    if trained is not None:
+        return trained, describe_trained(trained)
+    return dev_head(run, model, tokenizer, rule)
+
+
+def placing_method(run: Path, model, tokenizer) -> Method | None:
+    """How a document's tags are placed for the run (translate, the server): `best_method`'s."""
+    best = best_method(run, model, tokenizer)
+    return None if best is None else best[0]
+
+
+def dev_head(run: Path, model, tokenizer, rule: str) -> tuple[Method, str] | None:
+    """`best_method`'s last resort: each layer and head read against the development half (its
+    pairs turned round for a fr->en run; those the model reads whole, if half of them or more),
+    one teacher-forced pass."""
+    from seq2seq.alignment.aligner import development_half
+    from seq2seq.alignment.api import head_scores
+
+    half = development_half(stored_languages(run)[1:])
+    if half is None:
+        return None
+    limit = model.cfg.max_positions - 1  # the pairs the model reads whole; half of them at least
+    pieces = zip(tokenizer.encode(half[0]), tokenizer.encode(half[1], "target"), strict=True)
+    fit = [n for n, (s, t) in enumerate(pieces) if len(s) <= limit and len(t) <= limit]
+    if 2 * len(fit) < len(half[0]):
+        return None
+    sources, targets, gold = ([part[n] for n in fit] for part in half)
+    table, _ = head_scores(model, tokenizer, sources, targets, gold, shifted=False, rule=rule)
+    (layer, head), best = min(table.items(), key=lambda item: item[1].aer)
+    which = f"layer {layer} " + ("mean of heads" if head is None else f"head {head}")
+    return Method("attention", layer, head), (
+        f"aligning with attention {which}, the gold set's development half's best (AER {best.aer:.3f})"
     )
 
 

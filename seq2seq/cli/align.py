@@ -30,9 +30,10 @@ METHOD_HELP = (
     "attention (cross-attention of --layer/--head at the position that produced each target word), "
     "shift (the same one step later, where the word is the decoder's input: Shift-Att), gradxinput "
     "(gradient x input over the source embeddings), ig (integrated gradients, --steps) or layer (the "
-    "run's alignment layer, `seq2seq align-train`) [default: the run's alignment layer where it has one; "
-    "else for a run trained with --guided-alignment and no --layer/--head given, the head it trained, "
-    "read where it was trained; else attention]."
+    "run's alignment layer, `seq2seq align-train`) [default, with no --layer/--head given: the run's "
+    "alignment layer where it has one; else the head its --guided-alignment trained, read where it was "
+    "trained; else, for an en<->fr run, the head the shipped gold set's development half chooses; else "
+    "attention]."
 )
 EXTRACT_HELP = (
     "argmax: each target word linked to its highest-scoring source word; intersect: those argmax links "
@@ -202,11 +203,12 @@ def with_model(args: AlignArgs, runs: tuple, options, sources, targets, gold_lin
     from seq2seq.alignment.api import align as align_pairs
     from seq2seq.alignment.api import head_name, head_scores
     from seq2seq.alignment.runs import both_directions
+    from seq2seq.cli.display import err
     from seq2seq.runs.load import load_run
 
     run, reverse, device = runs
     model, tokenizer = load_run(run, device)
-    chosen = method_of(args, run, model, given_method(args, run))
+    chosen, told = method_of(args, run, (model, tokenizer), given_method(args, run))
     rule, threshold = args.extract, 0.5 if args.threshold is None else args.threshold
     if chosen.name == "layer":  # its links: its own rule, at the threshold chosen for it
         rule = "mass"
@@ -220,9 +222,12 @@ def with_model(args: AlignArgs, runs: tuple, options, sources, targets, gold_lin
         found = align_pairs(model, tokenizer, sources, targets, chosen, rule, threshold, options)
     if reverse is not None:
         back = load_run(reverse, device)
-        method = method_of(args, reverse, back[0], chosen, "the reverse run: ")
+        method, told_back = method_of(args, reverse, back, chosen, "the reverse run: ")
+        told = "\n".join(filter(None, (told, told_back)))
         found = both_directions(found, back, method, (rule, threshold, args.combine), options)
     check_gold(args.gold, gold_links, [a.source_words for a in found], [a.target_words for a in found])
+    if told:  # how the run was read, once the pairs are known good
+        err.print(told, markup=False)
     if args.all_heads:
         print_scores({head_name(shifted, *key): result for key, result in table.items()}, args.as_json)
         return None
@@ -244,19 +249,16 @@ def given_method(args: AlignArgs, run: Path):
     return method
 
 
-def method_of(args: AlignArgs, run: Path, model, chosen, who: str = ""):
-    """`chosen`, or where no method, layer or head was given the run's alignment layer (align-train),
-    else the head its guided training taught (said on stderr, after `who`)."""
-    from seq2seq.alignment.aligner import layer_method
-    from seq2seq.alignment.runs import describe_trained, trained_method
-    from seq2seq.cli.display import err
+def method_of(args: AlignArgs, run: Path, loaded, chosen, who: str = "") -> tuple:
+    """`chosen`, or where no method, layer or head was given the run's best reading
+    (`alignment.runs.best_method`: its layer, guided head or dev-chosen head), and the line that
+    tells it (after `who`), if any. --all-heads reads every head, shifted where the run's guided
+    head is."""
+    from seq2seq.alignment.runs import best_method, trained_method
 
-    layer = None if args.given or args.all_heads else layer_method(run)
-    if layer is not None:
-        err.print(f"{who}aligning with {layer.describe()}", markup=False)
-        return layer
-    trained = None if args.given else trained_method(run, model, chosen.steps)
-    if trained is None:
-        return chosen
-    err.print(who + describe_trained(trained))
-    return trained
+    if args.given:
+        return chosen, None
+    if args.all_heads:
+        return trained_method(run, loaded[0], chosen.steps) or chosen, None
+    best = best_method(run, *loaded, args.extract, chosen.steps)
+    return (chosen, None) if best is None else (best[0], who + best[1])

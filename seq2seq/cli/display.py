@@ -227,6 +227,8 @@ class TrainingDisplay(Reporter):
         )
         if ":" in info["precision"]:  # a choice with its reason: "fp32: a bf16 GEMM runs at 0.6x ..."
             self.progress.console.print(f"precision: {info['precision']}", markup=False)
+        if info.get("guidance"):  # --guided-alignment decided: eflomal's links, or why not
+            self.progress.console.print(f"alignment: {info['guidance']}", markup=False)
 
     def epoch(self, epoch: int, n_batches: int | None, done: int) -> None:
         if self.task is not None:

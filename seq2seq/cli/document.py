@@ -33,7 +33,7 @@ def translate_document_file(
     """`translate`'s document: alone (no TEXT, nor what goes with lines), read, translated and
     written whole; the notices (tags kept at a sentence's end, sentences cut) on stderr; with
     --attention-html, the explorer of its sentences."""
-    from seq2seq.alignment.aligner import layer_method  # tags placed through the run's layer, if any
+    from seq2seq.alignment.runs import placing_method  # tags placed through the run's best reading
     from seq2seq.documents.translate import translate_document
     from seq2seq.runs.load import load_run
 
@@ -45,7 +45,8 @@ def translate_document_file(
                  "--glossary": args.glossary, "--confidence": args.confidence})  # fmt: skip
     source = read_document(args.input)  # read before anything is written: --output may be a pipe
     model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
-    done = translate_document(model, tokenizer, source, format, options, layer_method(run))
+    method = placing_method(run, model, tokenizer)
+    done = translate_document(model, tokenizer, source, format, options, method)
     for notice in done.notices:
         display.warn(notice)
     with OutputFile(args.output) as out:  # standard output for None

@@ -62,7 +62,7 @@ def serve(run: Path | None = RUN, device: str = DEVICE, **given):
         )
     import torch
 
-    from seq2seq.alignment.aligner import layer_method
+    from seq2seq.alignment.runs import placing_method
     from seq2seq.runs.load import load_run
     from seq2seq.serve.app import create_app
     from seq2seq.serve.info import run_info
@@ -79,7 +79,7 @@ def serve(run: Path | None = RUN, device: str = DEVICE, **given):
     info = run_info(run, model, tokenizer)
     limits = {name: getattr(args, name) for name in LIMITS}
     limits["calibration"] = Calibration.of_run(run)  # the trust flags: the run's own, if fitted
-    limits["markup"] = layer_method(run)  # a document's tags placed as translate places them
+    limits["markup"] = placing_method(run, model, tokenizer)  # tags placed as translate places them
     app = create_app(model, tokenizer, info, api_key=key, loopback_only=loopback, **limits)
     announce(sock, run, info, args.beam)
     run_server(app, sock)

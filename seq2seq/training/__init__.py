@@ -5,5 +5,5 @@ and the lock that keeps one writer per run.
 
 May import: `seq2seq.runs` (it writes a run through it), `seq2seq.models`, `seq2seq.data`,
 `seq2seq.decoding` (validation), `seq2seq.evaluate`, `seq2seq.views.plots` (the curves),
-`seq2seq.alignment.pharaoh` and `seq2seq.alignment.words` (guided alignment's links and words),
-and the shared small modules."""
+`seq2seq.alignment.pharaoh`, `seq2seq.alignment.words` and `seq2seq.alignment.baseline` (guided
+alignment's links, its words and eflomal, its teacher), and the shared small modules."""

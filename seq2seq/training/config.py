@@ -11,6 +11,9 @@ from seq2seq.runs.recipe import GUIDANCE
 
 FREEZE = ("none", "encoder", "embeddings")  # what a fine-tuned run keeps as its start had it
 GUIDED_POSITIONS = ("output", "input")  # where guided alignment supervises a piece (guided.py)
+# --guided-alignment's words besides a links file: eflomal's links where the extra and the corpus allow
+# them (auto), eflomal's links always (eflomal), or no guidance (none; stored as null)
+GUIDES = ("auto", "eflomal", "none")
 DECAYS = ("rsqrt", "none")  # the lr between warmup and cooldown: falling as 1/sqrt(step), or held
 
 
@@ -108,10 +111,12 @@ class TrainConfig:
     # guided alignment (Garg et al. 2019; Marian's --guided-alignment): a cross-entropy term pulls
     # one cross-attention head towards given word links (training/guided.py)
     guided_alignment: str | None = option(
-        None,
-        "Pharaoh links of the training pairs (one line per pair of the corpus, in its order; i-j, "
-        "0-based, source word first; words are whitespace tokens), e.g. eflomal's: pull the first "
-        "cross-attention head of --guided-layer towards them.",
+        "auto",
+        "Word links to pull the first cross-attention head of --guided-layer towards: eflomal (eflomal's "
+        "links of the training pairs, computed at the start and kept in the run; the `align` extra), "
+        "auto (eflomal where the extra is installed and the corpus has 1,000 pairs or more, else "
+        "none, said in one line), none, or a Pharaoh file of the training pairs (one line per pair "
+        "of the corpus, in its order; i-j, 0-based, source word first; words are whitespace tokens).",
     )
     guided_weight: float = option(
         0.05,
@@ -159,6 +164,8 @@ class TrainConfig:
 
     def __post_init__(self):
         check_choices(self)
+        if self.guided_alignment == "none":
+            self.guided_alignment = None
         for name in PATHS:  # what config.json keeps and a resumed run compares
             setattr(self, name, located(getattr(self, name)))
         if self.freeze != "none" and self.init_from is None:
@@ -170,7 +177,7 @@ class TrainConfig:
                 f"--stream reads a hub dataset; --corpus {self.corpus} is read from its files and stored "
                 "in the run once"
             )
-        if self.stream and self.guided_alignment is not None:
+        if self.stream and self.guided_alignment not in (None, "auto"):
             raise ValueError(
                 "--guided-alignment names the lines of a stored corpus; it cannot train on a --stream"
             )
@@ -182,8 +189,9 @@ PATHS = ("init_from", "guided_alignment")
 
 
 def located(path: str | None) -> str | None:
-    """The location the user means, however typed (relative, `~`, through a link)."""
-    return None if path is None else str(Path(path).expanduser().resolve())
+    """The location the user means, however typed (relative, `~`, through a link); --guided-alignment's
+    words (GUIDES) as they are."""
+    return path if path is None or path in GUIDES else str(Path(path).expanduser().resolve())
 
 
 # The limits belong to one invocation: a resumed run takes them from the new command line (a run

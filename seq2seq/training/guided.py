@@ -19,6 +19,10 @@ whose input is BOS, is then the one not supervised.
 Shapes: B pairs, T target positions (pieces + EOS), S source positions (pieces + EOS), H heads.
 """
 
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -27,11 +31,16 @@ from torch import Tensor
 
 from seq2seq.alignment.pharaoh import Links, check_ranges, read_links
 from seq2seq.alignment.words import word_index, word_starts
+from seq2seq.atomic import write_atomic
 from seq2seq.data.tokenized import TokenizedPairs
 from seq2seq.errors import Seq2SeqError
 from seq2seq.runs.recipe import supervised_layer
 
 CHUNK = 100_000  # rows read at once when checking the links against the stored pairs
+LINKS = "guided.align"  # eflomal's links of the training pairs, kept in the run (--guided-alignment eflomal)
+# a statistical aligner learns from a corpus: below this many pairs `auto` trains unguided
+AUTO_PAIRS = 1_000
+INSTALL = "pip install 'seq2seq[align]'"
 
 
 class Guide:
@@ -104,11 +113,40 @@ class Guide:
         return -self.weight * (targets * attention.clamp_min(1e-6).log()).sum()
 
 
-def guide_of(config, train_set: TokenizedPairs, tokenizer) -> Guide | None:
+def guidance(config, run_dir: Path, train_pairs: Callable[[], list]) -> tuple[object, str | None]:
+    """The recipe with --guided-alignment decided (`auto` becomes eflomal or none) and, for
+    eflomal, its links of the training pairs kept in the run (computed once: a resumed run reads
+    them again); and what to tell the user, if anything. Before anything of the run is written."""
+    asked = config.guided_alignment
+    if asked not in ("auto", "eflomal"):
+        return config, None
+    if config.stream:  # `auto` only: a streamed corpus is read once, never stored, so never aligned
+        return replace(config, guided_alignment=None), None
+    if find_spec("eflomal") is None:
+        if asked == "eflomal":
+            raise Seq2SeqError(f"--guided-alignment eflomal needs eflomal: {INSTALL}")
+        return replace(config, guided_alignment=None), f"unguided: eflomal is not installed ({INSTALL})"
+    pairs = None if (Path(run_dir) / LINKS).is_file() and asked == "eflomal" else list(train_pairs())
+    if asked == "auto" and len(pairs) < AUTO_PAIRS:
+        why = f"a corpus of {len(pairs)} pairs is too small for eflomal's links"
+        return replace(config, guided_alignment=None), f"unguided: {why} (auto guides from {AUTO_PAIRS:,})"
+    config = replace(config, guided_alignment="eflomal")
+    if pairs is None:
+        return config, None
+    from seq2seq.alignment.baseline import corpus_links
+
+    start = time.perf_counter()
+    links = corpus_links(pairs, config.src, config.tgt)
+    write_atomic(Path(run_dir) / LINKS, "".join(f"{pair.pharaoh()}\n" for pair in links).encode())
+    took = f"{time.perf_counter() - start:.0f} s; {LINKS}"
+    return config, f"guided by eflomal's links of the corpus's {len(links):,} pairs ({took})"
+
+
+def guide_of(config, train_set: TokenizedPairs, tokenizer, run_dir: Path) -> Guide | None:
     """The run's guide, checked against its training pairs, if it trains with --guided-alignment."""
     if config.guided_alignment is None:
         return None
-    path = Path(config.guided_alignment)
+    path = Path(run_dir) / LINKS if config.guided_alignment == "eflomal" else Path(config.guided_alignment)
     starts = word_starts(tokenizer.id_pieces(list(range(tokenizer.vocab_size))))
     guide = Guide(read_links(path), starts, config.guided_layer, config.guided_weight, config.guided_position)
     guide.check(train_set, path)

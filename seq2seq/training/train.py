@@ -26,7 +26,7 @@ from seq2seq.training import checkpoint, finetune
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, peers_watched, world
 from seq2seq.training.epoch import Epochs, StoredEpochs
-from seq2seq.training.guided import Guide, guide_of
+from seq2seq.training.guided import Guide, guidance, guide_of
 from seq2seq.training.lock import run_lock
 from seq2seq.training.loop import Loop
 from seq2seq.training.reporter import Reporter
@@ -61,7 +61,7 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
     starting = config.init_from is not None and not resuming  # a fine-tuned run's first start
     if starting:
         model_config = here.from_main(lambda: finetune.start(run_dir, config.init_from))
-    folder, model_config, val_pairs = here.from_main(
+    folder, model_config, val_pairs, config, told = here.from_main(
         lambda: _prepare(run_dir, config, model_config, data_dir)
     )
     tokenizer = open_tokenizer(run_dir / ckpt.TOKENIZER)
@@ -86,7 +86,8 @@ def _train(run_dir, config, model_config, data_dir, reporter, should_stop, here:
         check_budget(config, epochs.stream, state)
     if not here.is_main:  # the same weights everywhere, but each process its own dropout masks
         torch.manual_seed(config.seed * 1_000_003 + 7_919 * here.rank + state.step)
-    reporter.start(_start_info(config, model, epochs.report, len(val_pairs), state, here))
+    info = _start_info(config, model, epochs.report, len(val_pairs), state, here)
+    reporter.start(info | {"guidance": told})
 
     loop = Loop(run_dir, config, model, optimizer, tokenizer, epochs, val_pairs, here, guide)
     return loop.run(state, reporter, should_stop, start_time)
@@ -108,7 +109,8 @@ def _epochs(
     train_set = tokenized.load(folder)
     kept = run_dir / KEPT if here.is_main else None  # rank 0 alone keeps the epoch's draw
     workers = max(1, (os.cpu_count() or 1) // here.size)  # each process draws: they share the cores
-    return StoredEpochs(train_set, tokenizer, config, kept, workers), guide_of(config, train_set, tokenizer)
+    guide = guide_of(config, train_set, tokenizer, run_dir)
+    return StoredEpochs(train_set, tokenizer, config, kept, workers), guide
 
 
 def adamw(
@@ -124,14 +126,17 @@ def adamw(
 
 
 def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data_dir):
-    """Rank 0's part of the start: the validation pairs, the tokenizer (trained on a sample of the
-    training pairs, as `seq2seq tokenize` does, if the run has none), the tokenized training set
-    (built only when the corpus, the tokenizer or the filter changed) and config.json. Returns the
-    set's folder. Corpus files are streamed, once for each of the two that needs them; a hub
+    """Rank 0's part of the start: the validation pairs, guided alignment decided (and eflomal's
+    links computed), the tokenizer (trained on a sample of the training pairs, as `seq2seq
+    tokenize` does, if the run has none), the tokenized training set (built only when the corpus,
+    the tokenizer or the filter changed) and config.json. Returns the set's folder, the model's
+    config, the validation pairs, the recipe as decided and what to tell of its guidance. Corpus
+    files are streamed, once for each of the two that needs them; a hub
     dataset is read once (its content is its identity) and handed to both."""
     ckpt.remove_stale_temporaries(run_dir)
     if config.stream:
-        return _prepare_stream(run_dir, config, model_config)
+        config, told = guidance(config, run_dir, list)
+        return *_prepare_stream(run_dir, config, model_config), config, told
     val_pairs = load_pairs(config.corpus, "val", config.src, config.tgt, data_dir)
     identity = corpus_identity(config.corpus, "train", config.src, config.tgt, data_dir)
     if identity is None:  # a hub dataset: known by its content
@@ -145,12 +150,13 @@ def _prepare(run_dir: Path, config: TrainConfig, model_config: ModelConfig, data
         def train_pairs() -> Iterable[Pair]:
             return stream_pairs(config.corpus, "train", config.src, config.tgt, data_dir)
 
+    config, told = guidance(config, run_dir, train_pairs)
     path = run_dir / ckpt.TOKENIZER
     tokenizer = _tokenizer(path, config, train_pairs)
     max_len = model_config.max_positions - 1
     key = tokenized.cache_key(identity, path, max_len, MAX_RATIO)
     folder = tokenized.build_if_missing(run_dir, key, train_pairs, path, max_len)
-    return str(folder), _saved_config(run_dir, config, model_config, tokenizer), val_pairs
+    return str(folder), _saved_config(run_dir, config, model_config, tokenizer), val_pairs, config, told
 
 
 def _prepare_stream(
