@@ -31,6 +31,7 @@ from seq2seq.alignment.methods import Method
 from seq2seq.alignment.pharaoh import read_links
 from seq2seq.alignment.score import score
 from seq2seq.decoding.attention import cross_layers
+from seq2seq.runs.files import read_metrics
 from seq2seq.runs.load import load_run
 from seq2seq.runs.recipe import run_trained_head, stored_languages
 
@@ -195,10 +196,24 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps([{"method": n, **r.as_json(), "seconds": s} for n, r, s in rows]))
     if args.figure:
-        keep(rows, test, f"{shown}, {chosen} (dev AER {dev_aer:.3f})", args.run, commit)
+        runs = [args.run] + ([] if args.reverse_run is None else [args.reverse_run])
+        keep(rows, test, f"{shown}, {chosen} (dev AER {dev_aer:.3f})", runs, commit)
 
 
-def keep(rows: list, test, chosen: str, run: Path, commit: str) -> None:
+def translation(run: Path) -> str:
+    """The run's translation quality as docs/results.json keeps it (`reproduce_results`): test_2016
+    BLEU with beam 5 and the steps trained, or its best validation BLEU where it has no entry."""
+    entries = json.loads((REPO / "docs" / "results.json").read_text(encoding="utf-8"))
+    entry = entries.get(run.name.removeprefix("multi30k-"))
+    if entry is None or entry["config"]["train"]["src"] != stored_languages(run)[1]:
+        rows = [row for row in read_metrics(run) if row.get("val_bleu") is not None]
+        return f"{run} (best validation BLEU {max(row['val_bleu'] for row in rows):.1f})"
+    steps = entry["metrics"][-1]["step"]
+    bleu = entry["test"]["test_2016_flickr"]["beam5"]["bleu"]
+    return f"{run} (test_2016 BLEU {bleu:.2f} with beam 5, {steps:,} steps)"
+
+
+def keep(rows: list, test, chosen: str, runs: list[Path], commit: str) -> None:
     """The rows as docs/figures/alignment.json."""
     columns = ["method", "precision", "recall", "AER", "95% interval", "seconds"]
     table = [
@@ -213,8 +228,8 @@ def keep(rows: list, test, chosen: str, run: Path, commit: str) -> None:
         for n, r, s in rows
     ]
     note = (
-        f"{run}, the shipped gold set's test half ({len(test[0])} pairs); every setting chosen on its "
-        f"development half; chosen on dev: {chosen}."
+        f"{' and '.join(map(translation, runs))}; the shipped gold set's test half ({len(test[0])} "
+        f"pairs); every setting chosen on its development half; chosen on dev: {chosen}."
     )
     figures.record("alignment", columns, table, note, commit)
 
