@@ -29,6 +29,7 @@ from seq2seq.alignment.api import COMBINATIONS, align, head_scores, symmetrized
 from seq2seq.alignment.baseline import eflomal_with_corpus
 from seq2seq.alignment.methods import Method
 from seq2seq.alignment.pharaoh import read_links
+from seq2seq.alignment.runs import dev_head
 from seq2seq.alignment.score import score
 from seq2seq.decoding.attention import cross_layers
 from seq2seq.runs.files import read_metrics
@@ -69,7 +70,7 @@ def both_directions(forward, reverse, pairs) -> tuple[list, list]:
     return ahead, align(back_model, back_tokenizer, pairs[1], pairs[0], back_method)
 
 
-def guided_or(run: Path, model, method: Method) -> Method:
+def guided_or(run: Path, model, method: Method | None) -> Method | None:
     """The head the run's --guided-alignment trained, or `method` for a run trained without."""
     trained = run_trained_head(run, cross_layers(model))
     return method if trained is None else Method(*trained)
@@ -83,17 +84,22 @@ LAYER_RULES = [("mass", t) for t in (0.1, 0.2, 0.3, 0.4, 0.5)] + [("intersect", 
 
 
 def reverse_rows(run: Path, reverse_run: Path, model, tokenizer, chosen: Method, dev, test) -> list:
-    """Test rows of the two directions together: each run read with its guided head (or the method
-    chosen on dev), and where both have one, with their alignment layers; for each combination of
+    """Test rows of the two directions together: each run read with its guided head (else the head
+    chosen on dev: the forward run's by the table's search, the reverse run's by `align`'s), and
+    where both have one, with their alignment layers; for each combination of
     the scores (mean, harmonic mean, product) the extraction rule chosen on dev; the pair of
     combination and rule best on dev is marked."""
     back_model, back_tokenizer = load_run(reverse_run)
-    readings = [("heads", guided_or(run, model, chosen), guided_or(reverse_run, back_model, chosen), RULES)]
+    behind = guided_or(reverse_run, back_model, None) or dev_head(
+        reverse_run, back_model, back_tokenizer, "intersect"
+    )
+    behind = chosen if behind is None else behind if isinstance(behind, Method) else behind[0]
+    readings = [("the two heads", guided_or(run, model, chosen), behind, RULES)]
     layers = layer_method(run), layer_method(reverse_run)
     if None not in layers:
-        readings.append(("layers", *layers, LAYER_RULES))
+        readings.append(("the two alignment layers", *layers, LAYER_RULES))
     rows = []
-    for _, ahead, behind, rules in readings:
+    for reading, ahead, behind, rules in readings:
         forward, reverse = (model, tokenizer, ahead), (back_model, back_tokenizer, behind)
         on_dev = both_directions(forward, reverse, dev)
         on_dev_aer = {(r, how): dev_aer(on_dev, dev[2], r, how) for r in rules for how in COMBINATIONS}
@@ -105,7 +111,7 @@ def reverse_rows(run: Path, reverse_run: Path, model, tokenizer, chosen: Method,
         for how, rule in best.items():
             start = time.perf_counter()
             found = symmetrized(*on_test, *rule, how)
-            label = f"both directions: {found[0].method}, {rule_name(rule)} (chosen on dev: dev AER "
+            label = f"both directions, {reading}, {how}, {rule_name(rule)} (chosen on dev: dev AER "
             label += f"{on_dev_aer[rule, how]:.3f}{'; the best on dev' if how == overall else ''})"
             seconds = aligned + time.perf_counter() - start
             rows.append((label, score([a.links for a in found], test[2]), seconds))
