@@ -170,6 +170,8 @@ def main() -> None:
         where, layer_trained, head_trained = trained
         head_name = f"the guided head (layer {layer_trained} head {head_trained})"
         for extraction in (argmax, rule):
+            if (Method(*trained), extraction) in methods.values():  # the head dev chose: its row
+                continue
             label = f"{where}, {head_name}, {rule_name(extraction)}"
             methods[label] = (Method(*trained), extraction)
     rows, fitting = [], {}
