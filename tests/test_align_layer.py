@@ -108,3 +108,23 @@ def test_the_threshold_is_chosen_on_the_gold_pairs_turned_round_for_a_fr_en_run(
 
     assert threshold in THRESHOLDS and dev_aer == round(min(aer(turned, t) for t in THRESHOLDS), 4)
     assert dev_aer == round(aer(turned, threshold), 4) != round(aer(gold, threshold), 4)
+
+
+def test_the_null_takes_the_weight_of_a_word_the_teacher_leaves_unaligned(run):
+    """Each target is its sentence's mirror with one more word at the end that no link reaches: the
+    layer learns to give that word's weight to NULL, where an untrained layer spreads it over the
+    source words."""
+    model, tokenizer = load_run(run)
+    sentences = [f"{e} {e.split()[0]}" for e in EN] * 12
+    targets = [" ".join([*reversed(s.split()), "sun"]) for s in sentences]
+    links = [{(i, len(s.split()) - 1 - i) for i in range(len(s.split()))} for s in sentences]
+    examples = examples_of(model, tokenizer, sentences, targets, links)
+    trained = train_layer(model.cfg.d_model, [(*e[:3], e[4]) for e in examples], epochs=25)
+    untrained = train_layer(model.cfg.d_model, [], epochs=1)
+    held_out = examples_of(model, tokenizer, EN, [" ".join([*reversed(e.split()), "sun"]) for e in EN])
+
+    def null_share(layer) -> float:  # the last target word's weight left to NULL, on average
+        return float(np.mean([1.0 - word_mass(layer, e)[-1].sum() for e in held_out]))
+
+    shares = null_share(trained), null_share(untrained)
+    assert shares[0] > 0.7 > 0.5 > shares[1], shares
