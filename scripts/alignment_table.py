@@ -90,10 +90,10 @@ def reverse_rows(run: Path, reverse_run: Path, model, tokenizer, chosen: Method,
     the scores (mean, harmonic mean, product) the extraction rule chosen on dev; the pair of
     combination and rule best on dev is marked."""
     back_model, back_tokenizer = load_run(reverse_run)
-    behind = guided_or(reverse_run, back_model, None) or dev_head(
-        reverse_run, back_model, back_tokenizer, "intersect"
-    )
-    behind = chosen if behind is None else behind if isinstance(behind, Method) else behind[0]
+    behind = guided_or(reverse_run, back_model, None)
+    if behind is None:  # an unguided reverse run: the head its development half chooses, as align reads it
+        found = dev_head(reverse_run, back_model, back_tokenizer, "intersect")
+        behind = chosen if found is None else found[0]
     readings = [("the two heads", guided_or(run, model, chosen), behind, RULES)]
     layers = layer_method(run), layer_method(reverse_run)
     if None not in layers:
