@@ -97,7 +97,7 @@ def reverse_rows(run: Path, reverse_run: Path, model, tokenizer, chosen: Method,
     readings = [("the two heads", guided_or(run, model, chosen), behind, RULES)]
     layers = layer_method(run), layer_method(reverse_run)
     if None not in layers:
-        readings.append(("the two alignment layers", *layers, LAYER_RULES))
+        readings.append((f"the two alignment layers{together(run)}", *layers, LAYER_RULES))
     rows = []
     for reading, ahead, behind, rules in readings:
         forward, reverse = (model, tokenizer, ahead), (back_model, back_tokenizer, behind)
@@ -123,6 +123,12 @@ def dev_aer(on_dev: tuple, gold: list, rule: tuple[str, float], how: str) -> flo
     return score([a.links for a in symmetrized(*on_dev, *rule, how)], gold).aer
 
 
+def together(run: Path) -> str:
+    """How the run's layer was fitted, where `align-train --reverse-run` fitted it with another."""
+    weight = json.loads((run / SETTINGS).read_text(encoding="utf-8")).get("agreement")
+    return "" if weight is None else f", fitted together with the reverse run's, agreement {weight:g}"
+
+
 def fitted(run: Path, method: Method) -> float:
     """The seconds `align-train` took to fit the run's layer (0 for a method that needs none)."""
     if method.name != "layer":
@@ -135,6 +141,11 @@ def main() -> None:
     parser.add_argument("--run", type=Path, required=True)
     parser.add_argument("--data-dir")
     parser.add_argument("--gold-dir", type=Path, default=GOLD)
+    parser.add_argument(
+        "--test-set",
+        default="test",
+        help="report on GOLD_DIR/NAME.{en,fr,align}; settings still chosen on dev",
+    )
     parser.add_argument("--steps", type=int, default=32, help="integrated gradients' steps")
     parser.add_argument("--no-eflomal", action="store_true")
     parser.add_argument("--no-ig", action="store_true", help="skip integrated gradients (slow on a CPU)")
@@ -142,10 +153,11 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--figure", action="store_true", help="write docs/figures/alignment.json")
     args = parser.parse_args()
-    commit = figures.clean_commit(figures.DEPENDS["alignment"]) if args.figure else None
+    figure = "alignment" if args.test_set == "test" else f"alignment-{args.test_set}"
+    commit = figures.clean_commit(figures.DEPENDS[figure]) if args.figure else None
     print(cpu())
     model, tokenizer = load_run(args.run)
-    dev, test = half("dev", args.gold_dir), half("test", args.gold_dir)
+    dev, test = half("dev", args.gold_dir), half(args.test_set, args.gold_dir)
     name, layer, head, rule, dev_aer = best_head(model, tokenizer, dev)
     dev_method = Method(name, layer, head)
     chosen = f"layer {layer} head {head or 'mean'}, {rule_name(rule)}"
@@ -178,8 +190,9 @@ def main() -> None:
     aligner = load_aligner(args.run)
     if aligner is not None:  # the run's alignment layer, at the threshold chosen on dev
         fitting = json.loads((args.run / SETTINGS).read_text(encoding="utf-8"))
-        label = (f"the alignment layer ({fitting['pairs']} pairs, {fitting['epochs']} epochs), "
-                 f"mass {aligner.threshold:g} (chosen on dev: dev AER {fitting['dev_aer']:.3f})")  # fmt: skip
+        fits = f"{fitting['pairs']} pairs, {fitting['epochs']} epochs{together(args.run)}"
+        chosen_on = f"chosen on dev: dev AER {fitting['dev_aer']:.3f}"
+        label = f"the alignment layer ({fits}), mass {aligner.threshold:g} ({chosen_on})"
         methods[label] = (Method("layer", aligner=aligner), ("mass", aligner.threshold))
     for name, (method, (extraction, threshold)) in methods.items():
         start = time.perf_counter()
@@ -205,7 +218,7 @@ def main() -> None:
         args.json.write_text(json.dumps([{"method": n, **r.as_json(), "seconds": s} for n, r, s in rows]))
     if args.figure:
         runs = [args.run] + ([] if args.reverse_run is None else [args.reverse_run])
-        keep(rows, test, f"{shown}, {chosen} (dev AER {dev_aer:.3f})", runs, commit)
+        keep(figure, rows, test, f"{shown}, {chosen} (dev AER {dev_aer:.3f})", runs, commit)
 
 
 def translation(run: Path) -> str:
@@ -221,8 +234,9 @@ def translation(run: Path) -> str:
     return f"{run} (test_2016 BLEU {bleu:.2f} with beam 5, {steps:,} steps)"
 
 
-def keep(rows: list, test, chosen: str, runs: list[Path], commit: str) -> None:
-    """The rows as docs/figures/alignment.json."""
+def keep(figure: str, rows: list, test, chosen: str, runs: list[Path], commit: str) -> None:
+    """The rows as docs/figures/FIGURE.json (alignment: the shipped test half; alignment-NAME: the
+    gold set NAME, which nothing was chosen on)."""
     columns = ["method", "precision", "recall", "AER", "95% interval", "seconds"]
     table = [
         [
@@ -235,11 +249,14 @@ def keep(rows: list, test, chosen: str, runs: list[Path], commit: str) -> None:
         ]
         for n, r, s in rows
     ]
-    note = (
-        f"{' and '.join(map(translation, runs))}; the shipped gold set's test half ({len(test[0])} "
-        f"pairs); every setting chosen on its development half; chosen on dev: {chosen}."
+    measured_on = (
+        "the shipped gold set's test half" if figure == "alignment" else f"the gold set {figure[10:]}"
     )
-    figures.record("alignment", columns, table, note, commit)
+    note = (
+        f"{' and '.join(map(translation, runs))}; {measured_on} ({len(test[0])} pairs); every setting "
+        f"chosen on the shipped set's development half; chosen on dev: {chosen}."
+    )
+    figures.record(figure, columns, table, note, commit)
 
 
 if __name__ == "__main__":

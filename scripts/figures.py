@@ -68,6 +68,12 @@ DEPENDS = {
         "scripts/alignment_table.py",
         "scripts/common.py",
     ),
+    "alignment-test2017": (  # the same on the second gold set, nothing chosen on it
+        *DECODING,
+        "seq2seq/alignment",
+        "scripts/alignment_table.py",
+        "scripts/common.py",
+    ),
     "case": (  # ALL-CAPS and Title-Case lines through translate's lines, and the search alone
         *DECODING,
         "seq2seq/documents",

@@ -1,0 +1,40 @@
+"""The shipped gold alignments (data/alignment/): each set's three files agree line by line, every
+link is in range, and its counts are the README's."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from seq2seq.alignment.pharaoh import read_links
+
+GOLD = Path(__file__).resolve().parents[1] / "data" / "alignment"
+
+
+@pytest.mark.parametrize("name", ["dev", "test", "test2017"])
+def test_a_gold_set_is_well_formed(name):
+    english, french = (
+        (GOLD / f"{name}.{lang}").read_text(encoding="utf-8").splitlines() for lang in ("en", "fr")
+    )
+    gold = read_links(GOLD / f"{name}.align")
+    assert len(english) == len(french) == len(gold) == 100
+    for en, fr, links in zip(english, french, gold, strict=True):
+        assert links.sure <= links.possible and links.sure
+        n_en, n_fr = len(en.split()), len(fr.split())
+        assert all(i < n_en and j < n_fr for i, j in links.possible)
+
+
+def test_the_second_sets_counts_are_the_readmes():
+    readme = (GOLD / "README.md").read_text(encoding="utf-8")
+    said = re.search(
+        r"([\d,]+) Sure and ([\d,]+) only-Possible links over ([\d,]+) words",
+        readme[readme.index("The second test set") :],
+    )
+    gold = read_links(GOLD / "test2017.align")
+    words = sum(
+        len(line.split())
+        for lang in ("en", "fr")
+        for line in (GOLD / f"test2017.{lang}").read_text().splitlines()
+    )
+    counted = sum(len(g.sure) for g in gold), sum(len(g.possible - g.sure) for g in gold), words
+    assert tuple(int(n.replace(",", "")) for n in said.groups()) == counted
