@@ -22,6 +22,7 @@ from seq2seq.runs.tensor_file import read_tensors
 
 WEIGHTS, SETTINGS = "aligner.safetensors", "aligner.json"
 GOLD = Path(__file__).resolve().parents[2] / "data" / "alignment"  # the shipped gold set (source tree)
+TEACHER = "eflomal, grow-diag-final-and"
 THRESHOLDS = tuple(round(0.1 * k, 1) for k in range(1, 10))
 
 
@@ -53,30 +54,80 @@ def word_mass(layer: AlignLayer, example) -> np.ndarray:
     return word_scores(pieces, source_words, target_words)
 
 
-def fit(model, tokenizer, pairs: list[tuple[str, str]], langs: tuple[str, str], epochs: int, log=None):
-    """The layer fitted to `pairs` (raw lines) and eflomal's links of them, read as the gold set's
-    words (`split_words`), and the threshold; `log(message)` says each step."""
+def teacher(pairs: list[tuple[str, str]], langs: tuple[str, str], say) -> tuple[list[str], list[str], list]:
+    """`pairs` (raw lines) split as the gold set's words (`split_words`) and eflomal's links of them
+    (both directions, symmetrized)."""
     from seq2seq.alignment.baseline import eflomal_links
 
+    sources = [" ".join(split_words(s, langs[0])) for s, _ in pairs]
+    targets = [" ".join(split_words(t, langs[1])) for _, t in pairs]
+    start = time.perf_counter()
+    links = [x.sure for x in eflomal_links(sources, targets)]
+    say(f"eflomal's links of {len(pairs)} pairs ({time.perf_counter() - start:.0f} s)")
+    return sources, targets, links
+
+
+def fit(model, tokenizer, pairs: list[tuple[str, str]], langs: tuple[str, str], epochs: int, log=None):
+    """The layer fitted to `pairs` (raw lines) and eflomal's links of them, and the threshold;
+    `log(message)` says each step."""
     say, began = log or (lambda message: None), time.perf_counter()
-    split = [(" ".join(split_words(s, langs[0])), " ".join(split_words(t, langs[1]))) for s, t in pairs]
+    sources, targets, links = teacher(pairs, langs, say)
     start = time.perf_counter()
-    links = [x.sure for x in eflomal_links([s for s, _ in split], [t for _, t in split])]  # both directions
-    say(f"eflomal's links of {len(split)} pairs ({time.perf_counter() - start:.0f} s)")
-    start = time.perf_counter()
-    sources, targets = [s for s, _ in split], [t for _, t in split]
     examples = [e for e in examples_of(model, tokenizer, sources, targets, links) if e is not None]
     say(f"the model's states of {len(examples)} pairs ({time.perf_counter() - start:.0f} s)")
     training = [(*e[:3], e[4]) for e in examples]
-
-    def told(epoch: int, loss: float) -> None:
-        say(f"epoch {epoch} of {epochs}: loss {loss:.3f}")
-
-    layer = train_layer(model.cfg.d_model, training, epochs, log=told)
-    threshold, dev_aer = choose_threshold(layer, model, tokenizer, langs)
+    layer = train_layer(model.cfg.d_model, training, epochs, log=epoch_line(epochs, say))
     seconds = round(time.perf_counter() - began, 1)
-    return layer, {"threshold": threshold, "dev_aer": dev_aer, "pairs": len(examples), "epochs": epochs,
-                   "teacher": "eflomal, grow-diag-final-and", "seconds": seconds}  # fmt: skip
+    return layer, settings_of(layer, (model, tokenizer), langs, len(examples), epochs, seconds=seconds)
+
+
+def fit_together(forward, reverse, pairs: list[tuple[str, str]], langs, epochs: int, weight: float, log=None):
+    """Two layers fitted together (agreement.py): `forward` and `reverse` each (model, tokenizer)
+    of a run and of its reverse run, `pairs` (raw lines) in the forward run's languages `langs`;
+    each layer with its threshold chosen as `fit` chooses it. A pair either side reads as no
+    pieces, or whose words the two runs count apart (a line cut at a model's limit), is left out."""
+    from seq2seq.alignment.agreement import train_together
+
+    say, began = log or (lambda message: None), time.perf_counter()
+    sources, targets, links = teacher(pairs, langs, say)
+    start = time.perf_counter()
+    ahead = examples_of(*forward, sources, targets, links)
+    behind = examples_of(*reverse, targets, sources, [{(j, i) for i, j in x} for x in links])
+    examples = [(a, b) for a, b in zip(ahead, behind, strict=True) if counted_alike(a, b)]
+    say(f"the two models' states of {len(examples)} pairs ({time.perf_counter() - start:.0f} s)")
+    d_models = forward[0].cfg.d_model, reverse[0].cfg.d_model
+    layers = train_together(d_models, examples, epochs, weight, log=epoch_line(epochs, say))
+    seconds = round(time.perf_counter() - began, 1)
+    return [
+        (layer, settings_of(layer, run, read, len(examples), epochs, agreement=weight, seconds=seconds))
+        for layer, run, read in zip(layers, (forward, reverse), (langs, langs[::-1]), strict=True)
+    ]
+
+
+def settings_of(layer, run: tuple, langs: tuple[str, str], pairs: int, epochs: int, **more) -> dict:
+    """What aligner.json keeps of a fitted layer: its threshold chosen on the development half
+    (`run`: the model and tokenizer it reads), how it was fitted, and `more`."""
+    threshold, dev_aer = choose_threshold(layer, *run, langs)
+    return {
+        "threshold": threshold,
+        "dev_aer": dev_aer,
+        "pairs": pairs,
+        "epochs": epochs,
+        "teacher": TEACHER,
+        **more,
+    }
+
+
+def counted_alike(ahead, behind) -> bool:
+    """Both directions' examples of a pair exist and read the same words, turned round."""
+    if ahead is None or behind is None:
+        return False
+    (source, target), (back_source, back_target) = ahead[3], behind[3]
+    return (source.max(), target.max()) == (back_target.max(), back_source.max())
+
+
+def epoch_line(epochs: int, say):
+    return lambda epoch, loss: say(f"epoch {epoch} of {epochs}: loss {loss:.3f}")
 
 
 def choose_threshold(layer, model, tokenizer, langs) -> tuple[float, float | None]:

@@ -84,21 +84,37 @@ def teacher_distribution(source_words, target_words, links: set) -> torch.Tensor
 
 
 def train_layer(d_model: int, examples: list, epochs: int, seed: int = 0, log=None) -> AlignLayer:
-    """An AlignLayer fitted to `examples` (frozen states, then the teacher distribution), AdamW, a
-    batch of 32 pairs a step; `log(epoch, loss)` after each epoch."""
+    """An AlignLayer fitted to `examples` (frozen states, then the teacher distribution); `log(epoch,
+    loss)` after each epoch."""
     torch.manual_seed(seed)
     layer = AlignLayer(d_model)
-    optimizer = torch.optim.AdamW(layer.parameters(), lr=1e-3, weight_decay=0.01)
+
+    def loss(batch: list) -> torch.Tensor:
+        return sum(taught(layer(*example[:3]), example[3]) for example in batch) / len(batch)
+
+    fit_batches(layer.parameters(), examples, epochs, loss, seed, log)
+    return layer.eval()
+
+
+def taught(log_probs: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:
+    """(T, S + 1) a layer's reading of one pair against its teacher distribution: the cross-entropy,
+    the mean over the pieces."""
+    return -(dist * log_probs).sum(-1).mean()
+
+
+def fit_batches(parameters, examples: list, epochs: int, loss, seed: int, log=None) -> None:
+    """AdamW on `parameters` over `examples` in a seeded order, a batch of 32 a step, `loss(batch)`
+    the batch's mean loss; `log(epoch, loss)` after each epoch."""
+    optimizer = torch.optim.AdamW(list(parameters), lr=1e-3, weight_decay=0.01)
     generator = torch.Generator().manual_seed(seed)
     for epoch in range(1, epochs + 1):
         order, total = torch.randperm(len(examples), generator=generator).tolist(), 0.0
         for start in range(0, len(order), 32):
             batch = [examples[i] for i in order[start : start + 32]]
-            loss = sum(-(dist * layer(*states)).sum(-1).mean() for *states, dist in batch) / len(batch)
+            value = loss(batch)
             optimizer.zero_grad()
-            loss.backward()
+            value.backward()
             optimizer.step()
-            total += loss.item() * len(batch)
+            total += value.item() * len(batch)
         if log is not None:
             log(epoch, total / len(examples))
-    return layer.eval()
