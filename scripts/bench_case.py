@@ -1,10 +1,11 @@
 """ALL-CAPS and Title-Case input: test_2016's sources and references upper-cased (and each word's
 first letter a capital), translated as `seq2seq translate` translates lines (seq2seq/stream, which
 reads such lines in sentence case and writes them back in theirs: documents/case.py) and by the
-search alone (the model reading the line as given), beside the ordinary case. Cased BLEU
-(sacreBLEU's default), beam 5.
+search alone (the model reading the line as given), beside the ordinary case; with
+`--augmented-run`, a run trained on case-augmented pairs (scripts/case_augment.py) measured the same
+way beside it. Cased BLEU (sacreBLEU's default), beam 5.
 
-    python -m scripts.bench_case --run runs/multi30k-en-fr-1206c --data-dir DIR --figure
+    python -m scripts.bench_case --run runs/multi30k-en-fr-1206e --augmented-run R --data-dir DIR --figure
 """
 
 import argparse
@@ -32,33 +33,49 @@ CASES = {
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--run", required=True)
+    p.add_argument("--augmented-run", help="a run trained on case-augmented pairs (scripts/case_augment.py)")
     p.add_argument("--data-dir", required=True)
     p.add_argument("--figure", action="store_true", help="write docs/figures/case.json")
     args = p.parse_args(argv)
     commit = figures.clean_commit(figures.DEPENDS["case"]) if args.figure else None
-    model, tokenizer = load_run(args.run, packed=True)
     corpus, src, tgt = stored_languages(args.run)
     pairs = load_pairs(corpus, "test_2016_flickr", src, tgt, args.data_dir)
-    print(f"{args.run}, test_2016_flickr ({len(pairs)} pairs)\n{cpu()}")
+    print(f"test_2016_flickr ({len(pairs)} pairs)\n{cpu()}")
+    runs = {"the default recipe": args.run}
+    if args.augmented_run is not None:
+        runs["trained case-augmented"] = args.augmented_run
+    rows, ordinary = [], []
+    for model_name, run in runs.items():
+        for name, way, bleu in measured(run, pairs):
+            ordinary = ordinary or [bleu]  # the default run's ordinary case: what every share is of
+            rows.append([model_name, name, way, f"{bleu:.2f}", f"{bleu / ordinary[0]:.1%}"])
+            print(" | ".join(rows[-1]))
+    if args.figure:
+        note = f"{' and '.join(runs.values())}: test_2016_flickr's sources and references alike in each "
+        note += (
+            "case, beam 5, cased BLEU (sacreBLEU's default); the share is of the default run's ordinary BLEU."
+        )
+        columns = ["model", "input", "translated by", "BLEU", "of ordinary"]
+        figures.record("case", columns, rows, note, commit)
+
+
+def measured(run: str, pairs: list) -> list[tuple[str, str, float]]:
+    """(case, way, BLEU) of the run on `pairs` in each case: through translate's lines and, for
+    cased input, by the search alone."""
+    model, tokenizer = load_run(run, packed=True)
     options = DecodeOptions(beam=5)
     lines = LineTranslator(
         model, tokenizer, options, Steer(None, None, TraceFile(None), Terms((), (), None, None, False))
     )
-    rows, ordinary = [], None
+    out = []
     for name, cased in CASES.items():
         sources, references = [cased(s) for s, _ in pairs], [cased(r) for _, r in pairs]
         ways = {"translate's lines": lines.translate(sources, 1).result.best}
         if name != "ordinary":
             ways["the search alone"] = translate(model, tokenizer, sources, options).best
         for way, hypotheses in ways.items():
-            bleu = sacrebleu.corpus_bleu(hypotheses, [references]).score
-            ordinary = ordinary if ordinary is not None else bleu
-            rows.append([name, way, f"{bleu:.2f}", f"{bleu / ordinary:.1%}"])
-            print(" | ".join(rows[-1]))
-    if args.figure:
-        note = (f"{args.run}: test_2016_flickr's sources and references alike in each case, beam 5, "
-                "cased BLEU (sacreBLEU's default); the share is of the ordinary case's BLEU.")  # fmt: skip
-        figures.record("case", ["input", "translated by", "BLEU", "of ordinary"], rows, note, commit)
+            out.append((name, way, sacrebleu.corpus_bleu(hypotheses, [references]).score))
+    return out
 
 
 if __name__ == "__main__":

@@ -62,3 +62,19 @@ def test_a_documents_sentences_keep_their_case(run, cli, tmp_path):
     )
     lines = cli("translate", "--run", run, "--max-len", "8", "A DOG RUNS IN THE PARK.", "The cat sleeps.")
     assert said.code == 0 and said.out == " ".join(lines.out.splitlines()) + "\n", said.err
+
+
+def test_case_augmentation_adds_cased_copies_of_a_seeded_share_of_the_pairs():
+    """scripts/case_augment.py, the other way measured: every pair kept, then upper-cased copies of
+    a share of them, then Title-Cased copies of as many others, both sides of a pair alike."""
+    from scripts.case_augment import augmented
+
+    lines = {"en": [f"a dog {n} runs." for n in range(40)], "fr": [f"un chien {n} court." for n in range(40)]}
+    out = augmented(lines, 0.1, seed=3)
+    assert all(out[lang][:40] == lines[lang] for lang in lines) and len(out["en"]) == len(out["fr"]) == 48
+    upper, title = [out["en"][40:44], out["fr"][40:44]], [out["en"][44:], out["fr"][44:]]
+    assert all(case_of(line) == UPPER for side in upper for line in side)
+    assert all(case_of(line) == TITLE for side in title for line in side)
+    numbers = [int(line.split()[2]) for line in out["en"][40:]]
+    assert len(set(numbers)) == 8 and [int(line.split()[2]) for line in out["fr"][40:]] == numbers
+    assert augmented(lines, 0.1, seed=3) == out != augmented(lines, 0.1, seed=4)
