@@ -209,7 +209,7 @@ def main() -> None:
         name = f"eflomal ({n_train} training pairs + these)"
         rows.append((name, score([x.sure for x in links], test[2]), time.perf_counter() - start))
     width = max(len(name) for name, _, _ in rows)
-    print(f"test half, {len(test[0])} pairs")
+    print(f"{args.test_set}, {len(test[0])} pairs")
     print(f"{'method':<{width}}  precision  recall    AER  95% interval  seconds")
     for name, r, seconds in rows:
         print(f"{name:<{width}}  {r.precision:9.3f}  {r.recall:6.3f}  {r.aer:5.3f}  "
