@@ -1,9 +1,11 @@
 """Plain helpers that several test modules share: the CLI's few-step `train` command, the digit
-reversal task, the registered architectures' variants, the RNN's variants and the tokenized training
-set. Fixtures live in conftest.py; this module imports none of it, so conftest.py may import it."""
+reversal task, the registered architectures' variants, the RNN's variants, the tokenized training
+set and a run recorded as translating the other way. Fixtures live in conftest.py; this module
+imports none of it, so conftest.py may import it."""
 
 import json
 import random
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -236,3 +238,14 @@ def trainer_state(run) -> dict:
 def model_weights(run) -> dict[str, torch.Tensor]:
     """The model's tensors of a run's last checkpoint."""
     return {k: v for k, v in load_file(str(run / "last.safetensors")).items() if k.startswith("model.")}
+
+
+def turned_round(tiny_run, folder):
+    """The tiny run copied into `folder`, recorded as translating fr->en (its joint tokenizer reads
+    either side)."""
+    run = folder / "fr-en"
+    shutil.copytree(tiny_run[0], run)
+    sections = json.loads((run / "config.json").read_text())
+    sections["train"].update(src="fr", tgt="en")
+    (run / "config.json").write_text(json.dumps(sections))
+    return run

@@ -13,7 +13,7 @@ from seq2seq.alignment.aligner import examples_of
 from seq2seq.alignment.extract import word_scores
 from seq2seq.runs.load import load_run
 from tests.conftest import EN
-from tests.test_align_cli import turned_round
+from tests.helpers import turned_round
 
 
 def test_the_word_matrix_is_the_merge_extract_reads():

@@ -11,6 +11,7 @@ from seq2seq.alignment.extract import extract
 from seq2seq.alignment.pharaoh import parse_line
 from seq2seq.runs.load import load_run
 from tests.conftest import EN, FR
+from tests.helpers import turned_round
 
 
 @pytest.fixture
@@ -87,16 +88,6 @@ def test_a_guided_run_is_aligned_with_the_head_it_trained(cli, tiny_run, pairs, 
     # a method, layer or head given is what aligns: here the unguided run's, read the same way
     unguided = cli(*args(tiny_run[0], pairs, "--gold", pairs / "gold.txt", "--json", "--method", "attention"))
     assert json.loads(scored("--method", "attention").out) == json.loads(unguided.out)
-
-
-def turned_round(tiny_run, pairs):
-    """The tiny run, recorded as translating fr->en (its joint tokenizer reads either side)."""
-    run = pairs / "fr-en"
-    shutil.copytree(tiny_run[0], run)
-    sections = json.loads((run / "config.json").read_text())
-    sections["train"].update(src="fr", tgt="en")
-    (run / "config.json").write_text(json.dumps(sections))
-    return run
 
 
 def link_sets(result) -> list[set[tuple[int, int]]]:
