@@ -19,7 +19,7 @@ import statistics
 import time
 
 from scripts import figures
-from scripts.bench_splitters import paragraphs
+from scripts.bench_splitters import paragraphs, punctuated
 from scripts.common import cpu
 from seq2seq.data.corpus import load_pairs
 from seq2seq.decoding.options import DecodeOptions
@@ -29,10 +29,6 @@ from seq2seq.runs.load import load_run
 from seq2seq.runs.recipe import stored_languages
 
 COLUMNS = ["paragraphs", "decoding", "kept whole", "sentences", "document / lines (time)"]
-
-
-def punctuated(sentence: str) -> str:
-    return sentence if sentence.endswith((".", "!", "?")) else sentence + "."
 
 
 def kept(model, tokenizer, given: list[list[str]], options: DecodeOptions, rounds: int) -> tuple:

@@ -90,6 +90,11 @@ DEPENDS = {
         "scripts/bench_splitters.py",
         "scripts/common.py",
     ),
+    "splitters": (  # how often a paragraph is cut back into its sentences, by each splitting
+        "seq2seq/documents/sentences.py",
+        "scripts/bench_splitters.py",
+        "scripts/common.py",
+    ),
     "trust": (  # the error signals of a teacher-forced pass, against a benchmark of made errors
         *DECODING,
         "seq2seq/trust",

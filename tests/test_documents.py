@@ -3,6 +3,7 @@ translations joined; Markdown, HTML and SubRip keep their structure and their un
 byte for byte; inline markup is placed through the alignment by stated rules; bad documents are
 one line, exit 2, nothing written."""
 
+import itertools
 import re
 
 import pytest
@@ -16,6 +17,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.runs.load import load_run
 
 pytest.importorskip("sentencex", reason='documents need the extra: pip install -e ".[docs]"')
+pytest.importorskip("pysbd", reason='documents need the extra: pip install -e ".[docs]"')
 SENTENCES = ["A dog runs.", "The cat sleeps.", "A red car.", "Two men sit.", "A girl plays."]
 
 
@@ -39,6 +41,53 @@ def test_a_paragraph_is_its_sentences_translations_joined(tiny_run, beam):
     done = translate_document(model, tokenizer, text, "text", options)
     assert done.text == " ".join(alone[:2]) + "\n\n" + " ".join(alone[2:]) + "\n"
     assert done.sentences == 5
+
+
+def test_sentences_are_cut_by_sentencex_with_pysbds_second_opinion_in_the_sources_language():
+    import sentencex
+
+    from seq2seq.documents.sentences import split
+
+    text = "People admire a work of art.  Busy Asian mall! Mr. Smith waits at 3 p.m. today. A dog"
+    assert len(list(sentencex.segment("en", text))) == 3  # sentencex alone reads "art." as short
+    spans = split(text, "en")
+    assert [text[a:b] for a, b in spans] == [
+        "People admire a work of art.", "Busy Asian mall!", "Mr. Smith waits at 3 p.m. today.", "A dog",
+    ]  # fmt: skip
+    assert [text[b:a] for (_, b), (a, _) in itertools.pairwise(spans)] == ["  ", " ", " "]
+    german = "Er kam um 3 Uhr usw. Dann ging er."  # "usw." ends no German sentence here
+    assert len(split(german, "de")) == 1 and len(split(german, "en")) == 2
+    assert split("Ahoj. Jak se máš?", "cs") == [(0, 5), (6, 17)]  # pysbd lacks Czech: its English rules
+    assert split("   ") == []
+
+
+def test_the_command_and_the_server_cut_sentences_by_the_runs_source_language(run, cli, tmp_path):
+    import json
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from tests.serve_helpers import make_app
+
+    german = shutil.copytree(run, tmp_path / "de-run")
+    config = json.loads((german / "config.json").read_text())
+    config["train"]["src"] = "de"
+    (german / "config.json").write_text(json.dumps(config))
+    text = "Er kam um 3 Uhr usw. Dann ging er.\n"
+    model, tokenizer = load_run(german)
+    options = DecodeOptions(max_len=8)
+    by_lang = {
+        lang: translate_document(model, tokenizer, text, "text", options, lang=lang) for lang in ["de", "en"]
+    }
+    assert by_lang["de"].sentences == 1 and by_lang["en"].sentences == 2
+    assert by_lang["de"].text != by_lang["en"].text
+    (tmp_path / "doc.txt").write_text(text, encoding="utf-8")
+    args = ["--greedy", "--max-len", "8", "--format", "text", "--input", tmp_path / "doc.txt"]
+    said = cli("translate", "--run", german, *args)
+    assert said.code == 0 and said.out == by_lang["de"].text, said.err
+    with TestClient(make_app(german)) as client:
+        answer = client.post("/translate", json={"text": text, "format": "text", "beam": 1, "max_len": 8})
+        assert answer.json()["sentences"] == 1 and answer.json()["document"] == by_lang["de"].text
 
 
 def test_a_sentence_too_long_is_cut_at_its_best_places_and_nothing_dropped(wordy):

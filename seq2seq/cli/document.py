@@ -36,6 +36,7 @@ def translate_document_file(
     from seq2seq.alignment.runs import placing_method  # tags placed through the run's best reading
     from seq2seq.documents.translate import translate_document
     from seq2seq.runs.load import load_run
+    from seq2seq.runs.recipe import stored_languages
 
     check_alone({"TEXT": text, "--nbest": options.nbest > 1, "--num-samples": options.num_samples > 1,
                  "--show-attention": args.show_attention, "--attention-png": args.attention_png,
@@ -46,7 +47,8 @@ def translate_document_file(
     source = read_document(args.input)  # read before anything is written: --output may be a pipe
     model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
     method = placing_method(run, model, tokenizer)
-    done = translate_document(model, tokenizer, source, format, options, method)
+    lang = stored_languages(run)[1]  # sentences are cut by the source language's rules
+    done = translate_document(model, tokenizer, source, format, options, method, lang)
     for notice in done.notices:
         display.warn(notice)
     with OutputFile(args.output) as out:  # standard output for None

@@ -66,7 +66,8 @@ def translate_document(
 ) -> TranslatedDocument:
     """Translate `text` of `format` (text, markdown, html or srt) with `options`; inline markup is
     placed through the alignment `method` (default: `seq2seq.align`'s; the `seq2seq translate` and
-    `serve` commands give the run's alignment layer where it has one: it places tags best)."""
+    `serve` commands give the run's alignment layer where it has one: it places tags best); the
+    sentences are cut by the rules of `lang`, the source language (the commands give the run's)."""
     return translate_prepared(
         model, tokenizer, prepare(model, tokenizer, text, format, lang), options, method
     )

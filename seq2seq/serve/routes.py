@@ -156,7 +156,7 @@ async def document(state: Served, http: Request, request: TranslateRequest) -> d
         raise HTTPException(
             413, f"the document has {len(request.text)} characters, above the limit of {most}"
         )
-    prepared = prepare(state.model, state.tokenizer, request.text, request.format)
+    prepared = prepare(state.model, state.tokenizer, request.text, request.format, state.info["src"])
     job = Job("document", prepared.sentences or [""], state.options(request))
     job.document = prepared
     done = await state.answer(http, job, None)
