@@ -13,12 +13,13 @@ the training corpus beside, the `align` extra) and a naive rule (each source wor
 relative position in the target). The table reports both halves,
 the choice made on dev alone.
 
-    python -m scripts.bench_markup --run runs/multi30k-en-fr --data-dir "$SEQ2SEQ_DATA_DIR"
+    python -m scripts.bench_markup --run runs/multi30k-en-fr --data-dir "$SEQ2SEQ_DATA_DIR" [--figure]
 """
 
 import argparse
 import random
 
+from scripts import figures
 from scripts.common import REPO, cpu
 from seq2seq.alignment.pharaoh import read_links
 from seq2seq.documents.markup import Run, place
@@ -68,20 +69,22 @@ def main() -> None:
     p.add_argument("--run", required=True)
     p.add_argument("--data-dir", help="Multi30k: eflomal aligns with the training corpus beside")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--figure", action="store_true", help="write docs/figures/markup.json")
     args = p.parse_args()
+    commit = figures.clean_commit(figures.DEPENDS["markup"]) if args.figure else None
     import seq2seq
-
-    model, tokenizer = seq2seq.load_run(args.run)
-    print(f"CPU: {cpu()}; run {args.run}")
     from seq2seq.alignment.aligner import load
     from seq2seq.alignment.methods import Method
 
+    model, tokenizer = seq2seq.load_run(args.run)
+    print(f"CPU: {cpu()}; run {args.run}")
     aligner = load(args.run)  # the run's alignment layer (align-train), where it has one
-    layer = "" if aligner is None else " the run's alignment layer |"
-    print(f"| half | tags | the run's attention |{layer} eflomal | same relative position |")
-    print("|---|---:|---:|" + "---:|" * (3 if aligner is not None else 2))
     method = choose(model, tokenizer, args.seed)
-    print(f"chosen on dev: {method.name}, layer {method.layer}, the mean of heads")
+    chosen = f"the run's attention ({method.name}, layer {method.layer})"
+    columns = ["half", "tags", chosen, *(["the run's alignment layer"] if aligner else []), "eflomal"]
+    columns.append("same relative position")
+    print("| " + " | ".join(columns) + " |")
+    rows = []
     for half in ("dev", "test"):
         sources, targets, gold = read_half(half)
         ours = [[a.links for a in seq2seq.align(model, tokenizer, sources, targets, method)]]
@@ -101,7 +104,17 @@ def main() -> None:
         for links in (*ours, theirs, naive):
             total, right = accuracy(sources, targets, gold, links, args.seed)
             rights.append(f"{right / total:.1%}")
-        print(f"| {half} | {total} | " + " | ".join(rights) + " |")
+        rows.append([half, str(total), *rights])
+        print("| " + " | ".join(rows[-1]) + " |")
+    if args.figure:
+        note = (
+            f"{args.run}: in each pair of the shipped gold set's halves, a tag around a span of 1, 2 "
+            "and 3 source words (seeded), placed into the reference translation through each source "
+            "of links (documents/markup.py); a cell: the tags placed exactly around the span the "
+            "gold Sure links give. The attention's method and layer (mean of heads) chosen on dev; "
+            "eflomal (one run: it seeds itself) trained with the corpus beside."
+        )
+        figures.record("markup", columns, rows, note, commit)
 
 
 def read_half(half: str):

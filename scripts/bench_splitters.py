@@ -25,7 +25,10 @@ from scripts.common import cpu
 
 LANGUAGES = ("en", "fr", "de", "cs")
 SPLITS = ("train", "test_2016_flickr")
-COLUMNS = ["language", "split", "paragraphs", "pysbd", "sentencex", "both (seq2seq's)"]
+COLUMNS = [
+    "language",
+    *(f"{s}: {n} missed" for s in ("train", "test_2016") for n in ("pysbd", "sentencex", "both")),
+]
 
 
 def paragraphs(sentences: list[str]) -> list[list[str]]:
@@ -71,32 +74,32 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     commit = figures.clean_commit(figures.DEPENDS["splitters"]) if args.figure else None
     print(f"CPU: {cpu()}")
-    rows, seconds = [], {}
-    cases = [(lang, split, True) for lang in LANGUAGES for split in SPLITS]
-    given_rows = []
-    for lang, split, stops in cases + [("en", split, False) for split in SPLITS]:
-        with gzip.open(Path(args.data_dir) / f"{split}.{lang}.gz", "rt", encoding="utf-8") as f:
-            sentences = [line.strip() for line in f]
-        given = paragraphs([punctuated(s) for s in sentences] if stops else sentences)
-        row = [lang, split + ("" if stops else ", as given"), str(len(given))]
-        for name, split_text in splitters(lang).items():
-            right, took = exact(split_text, given)
-            row.append(f"{right} ({len(given) - right} missed)")
-            if (lang, split, stops) == ("en", "train", True):
-                seconds[name] = took
+    rows, sizes, given_rows, seconds = [], {}, [], {}
+    for lang, stops in [(lang, True) for lang in LANGUAGES] + [("en", False)]:
+        row = [lang if stops else "en, as given"]
+        for split in SPLITS:
+            with gzip.open(Path(args.data_dir) / f"{split}.{lang}.gz", "rt", encoding="utf-8") as f:
+                sentences = [line.strip() for line in f]
+            given = paragraphs([punctuated(s) for s in sentences] if stops else sentences)
+            sizes[split] = len(given)
+            for name, split_text in splitters(lang).items():
+                right, took = exact(split_text, given)
+                row.append(str(len(given) - right))
+                if (lang, split, stops) == ("en", "train", True):
+                    seconds[name] = took
         print(" | ".join(row))
         (rows if stops else given_rows).append(row)
     timing = ", ".join(f"{name} {took:.2f} s" for name, took in seconds.items())
     print(f"English train paragraphs: {timing}")
     if args.figure:
+        (given,) = given_rows
         note = (
-            "Paragraphs of 2-5 consecutive sentences, each ended by a mark (a full stop added where "
-            "the corpus has none); a cell: the paragraphs cut exactly into their sentences. English "
-            "as given (no mark added): "
-            + "; ".join(
-                f"{r[1].split(',')[0]}, pysbd {r[3]}, sentencex {r[4]}, both {r[5]}" for r in given_rows
-            )
-            + f". The time to cut the English train paragraphs: {timing}."
+            f"Paragraphs of 2-5 consecutive sentences ({sizes['train']} a language from train, "
+            f"{sizes['test_2016_flickr']} from test_2016_flickr), each sentence ended by a mark (a full "
+            "stop added where the corpus has none); a cell: the paragraphs not cut exactly into their "
+            "sentences. English as given (no mark added), pysbd, sentencex and both: train "
+            f"{', '.join(given[1:4])}; test_2016 {', '.join(given[4:7])}. The time to cut the English "
+            f"train paragraphs: {timing}."
         )
         figures.record("splitters", COLUMNS, rows, note, commit)
 

@@ -90,6 +90,13 @@ DEPENDS = {
         "scripts/bench_splitters.py",
         "scripts/common.py",
     ),
+    "markup": (  # tags placed through each source of links, against the gold set's spans
+        *DECODING,
+        "seq2seq/alignment",
+        "seq2seq/documents/markup.py",
+        "scripts/bench_markup.py",
+        "scripts/common.py",
+    ),
     "splitters": (  # how often a paragraph is cut back into its sentences, by each splitting
         "seq2seq/documents/sentences.py",
         "scripts/bench_splitters.py",
