@@ -18,6 +18,7 @@ the choice made on dev alone.
 
 import argparse
 import random
+from pathlib import Path
 
 from scripts import figures
 from scripts.common import REPO, cpu
@@ -75,23 +76,29 @@ def main() -> None:
     import seq2seq
     from seq2seq.alignment.aligner import load
     from seq2seq.alignment.methods import Method
+    from seq2seq.alignment.runs import trained_method
+    from seq2seq.documents.translate import placing_rule
 
     model, tokenizer = seq2seq.load_run(args.run)
     print(f"CPU: {cpu()}; run {args.run}")
     aligner = load(args.run)  # the run's alignment layer (align-train), where it has one
+    guided = trained_method(Path(args.run), model, 32)  # the head guided training taught, if any
     method = choose(model, tokenizer, args.seed)
-    chosen = f"the run's attention ({method.name}, layer {method.layer})"
-    columns = ["half", "tags", chosen, *(["the run's alignment layer"] if aligner else []), "eflomal"]
+    columns = ["half", "tags", f"the run's attention ({method.name}, layer {method.layer})"]
+    if guided is not None:
+        columns.append(f"its guided head ({guided.name}, layer {guided.layer} head {guided.head})")
+    columns += [*(["its alignment layer"] if aligner else []), "eflomal"]
     columns.append("same relative position")
     print("| " + " | ".join(columns) + " |")
     rows = []
     for half in ("dev", "test"):
         sources, targets, gold = read_half(half)
-        ours = [[a.links for a in seq2seq.align(model, tokenizer, sources, targets, method)]]
-        if aligner is not None:
-            read = Method("layer", aligner=aligner)
-            found = seq2seq.align(model, tokenizer, sources, targets, read, "mass", aligner.threshold)
-            ours.append([a.links for a in found])
+        readings = [method] if guided is None else [method, guided]
+        readings += [] if aligner is None else [Method("layer", aligner=aligner)]
+        ours = [  # each reading's links drawn as `translate` draws them to place tags
+            [a.links for a in seq2seq.align(model, tokenizer, sources, targets, m, *placing_rule(m))]
+            for m in readings
+        ]
         theirs = eflomal(sources, targets, args.data_dir)
         naive = [
             {
@@ -111,7 +118,8 @@ def main() -> None:
             f"{args.run}: in each pair of the shipped gold set's halves, a tag around a span of 1, 2 "
             "and 3 source words (seeded), placed into the reference translation through each source "
             "of links (documents/markup.py); a cell: the tags placed exactly around the span the "
-            "gold Sure links give. The attention's method and layer (mean of heads) chosen on dev; "
+            "gold Sure links give. The attention's method and layer (mean of heads) chosen on dev; the "
+            "alignment layer is what `translate` and the server place tags with, else the guided head; "
             "eflomal (one run: it seeds itself) trained with the corpus beside."
         )
         figures.record("markup", columns, rows, note, commit)
@@ -142,6 +150,7 @@ def choose(model, tokenizer, seed: int):
     """The attention method and layer (mean of heads) that place most dev tags right."""
     import seq2seq
     from seq2seq.alignment.methods import Method
+    from seq2seq.documents.translate import placing_rule
 
     sources, targets, gold = read_half("dev")
     layers = seq2seq.align(model, tokenizer, sources[:1], targets[:1])[0].maps.layers("cross")
@@ -149,8 +158,10 @@ def choose(model, tokenizer, seed: int):
     for name in ("attention", "shift"):
         for layer in range(1, layers + 1):
             method = Method(name, layer)
-            links = [a.links for a in seq2seq.align(model, tokenizer, sources, targets, method)]
-            scored.append((accuracy(sources, targets, gold, links, seed)[1], -layer, method))
+            found = seq2seq.align(model, tokenizer, sources, targets, method, *placing_rule(method))
+            scored.append(
+                (accuracy(sources, targets, gold, [a.links for a in found], seed)[1], -layer, method)
+            )
     return max(scored, key=lambda x: x[:2])[2]
 
 

@@ -234,15 +234,16 @@ def test_pictures_of_each_pair_with_its_links(cli, tiny_run, pairs):
 
 def test_markup_is_placed_into_the_targets_through_the_links(cli, tiny_run, pairs):
     """`align --markup`: each target with the source's tags, placed by the documents' code over the
-    links `align` gives for the plain pairs (the same links, the same placement)."""
+    links `align` gives for the plain pairs, drawn by the rule `translate` places tags by
+    (intersect): the same links, the same placement."""
     from seq2seq.documents.html import tagged_line
     from seq2seq.documents.markup import place
 
     plain = (pairs / "src.txt").read_text().splitlines()
     tagged = [f"<b>{line.split()[0]}</b> " + " ".join(line.split()[1:]) + " <br>" for line in plain]
     (pairs / "tagged.txt").write_text("\n".join(tagged) + "\n")
-    links = cli(*args(tiny_run[0], pairs, "--json"))
-    assert links.code == 0, links.err
+    links = cli(*args(tiny_run[0], pairs, "--json", "--extract", "intersect"))
+    assert links.code == 0 and links.out != cli(*args(tiny_run[0], pairs, "--json")).out, links.err
     placed = cli(
         "align",
         "--run",

@@ -40,7 +40,8 @@ EXTRACT_HELP = (
     "whose source word's highest-scoring target word is that word too; grow: both directions' argmax "
     "links symmetrized by grow-diag-final-and; threshold: to every source "
     "word holding at least --threshold of the word's (positive) score. Scores of pieces are merged "
-    "into words: the mean over the target word's pieces of the sum over the source word's."
+    "into words: the mean over the target word's pieces of the sum over the source word's "
+    "[default: argmax; with --markup, intersect, the rule translate places tags by]."
 )
 
 
@@ -56,7 +57,7 @@ class AlignArgs:
     layer: int | None = option(None, "Decoder layer, from 1 [default: last].", 1, None)
     head: int | None = option(None, "Head, from 1 [default: their mean].", 1, None)
     steps: int = option(32, "Integrated gradients' steps.", 1, 1024)
-    extract: str = option("argmax", EXTRACT_HELP)
+    extract: str | None = option(None, EXTRACT_HELP)
     threshold: float | None = option(
         None,
         "For --extract threshold and mass [default: 0.5; for the alignment layer, the threshold "
@@ -110,6 +111,14 @@ class AlignArgs:
     @property
     def pictures(self) -> bool:
         return self.attention_png is not None or self.attention_html is not None
+
+    @property
+    def rule(self) -> str:
+        """--extract, else the rule a translation's tags are placed by (--markup) or argmax."""
+        from seq2seq.alignment.methods import Method
+        from seq2seq.documents.translate import placing_rule
+
+        return self.extract or (placing_rule(Method())[0] if self.markup else "argmax")
 
     @property
     def given(self) -> bool:
@@ -209,7 +218,7 @@ def with_model(args: AlignArgs, runs: tuple, options, sources, targets, gold_lin
     run, reverse, device = runs
     model, tokenizer = load_run(run, device)
     chosen, told = method_of(args, run, (model, tokenizer), given_method(args, run))
-    rule, threshold = args.extract, 0.5 if args.threshold is None else args.threshold
+    rule, threshold = args.rule, 0.5 if args.threshold is None else args.threshold
     if chosen.name == "layer":  # its links: its own rule, at the threshold chosen for it
         rule = "mass"
         threshold = chosen.aligner.threshold if args.threshold is None else args.threshold
@@ -260,5 +269,5 @@ def method_of(args: AlignArgs, run: Path, loaded, chosen, who: str = "") -> tupl
         return chosen, None
     if args.all_heads:
         return trained_method(run, loaded[0], chosen.steps) or chosen, None
-    best = best_method(run, *loaded, args.extract, chosen.steps)
+    best = best_method(run, *loaded, args.rule, chosen.steps)
     return (chosen, None) if best is None else (best[0], who + best[1])

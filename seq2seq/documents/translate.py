@@ -20,6 +20,7 @@ class TranslatedDocument:
     text: str
     sentences: int  # translated
     unplaced: int = 0  # tags kept at their sentence's end: nothing they enclosed was aligned
+    tags: int = 0  # inline tag pairs placed through the alignment
     truncated: int = 0  # parts still longer than the model reads, cut to it (none: `fitted` halves)
     long: int = 0  # sentences longer than the model reads, translated in parts (sentences.fitted)
     notices: list[str] = field(default_factory=list)
@@ -96,8 +97,16 @@ def translate_prepared(
         out.append(run.text[: spans[0][0]] + placed.text)
         unplaced += placed.unplaced
         at += n
-    done = TranslatedDocument(layout.render(out), len(sentences), unplaced, result.truncated, prepared.long)
+    tags = sum(len(run.pairs) for run in layout.runs)
+    done = TranslatedDocument(
+        layout.render(out), len(sentences), unplaced, tags, result.truncated, prepared.long
+    )
     done.sources, done.result = read, found  # what the model read and wrote, for its maps
+    if done.tags and (method is None or method.name != "layer"):
+        done.notices.append(
+            f"{done.tags} tags placed through the attention; an alignment layer (`seq2seq align-train`) "
+            "places them better (docs/documents.md)"
+        )
     if unplaced:
         done.notices.append(f"{unplaced} tags enclosed no aligned word and were kept at their sentence's end")
     if prepared.long:
@@ -111,6 +120,14 @@ def translate_prepared(
     return done
 
 
+def placing_rule(method) -> tuple[str, float]:
+    """How links are drawn from `method`'s scores to place tags: an alignment layer's by its own
+    rule, `mass` at the threshold chosen for it; an attention reading's by `intersect` (a link where
+    the target word's best source word and the source word's best target word agree), which places
+    more tags exactly than `argmax` on the gold set's development half (scripts/bench_markup.py)."""
+    return ("mass", method.aligner.threshold) if method.name == "layer" else ("intersect", 0.5)
+
+
 def _links(model, tokenizer, runs: list[Run], cuts, sentences: list[str], translations: list[str], method):
     """Each sentence's links (source word, target word), for the sentences of runs with markup
     (the others need none: no alignment is computed for them)."""
@@ -118,8 +135,7 @@ def _links(model, tokenizer, runs: list[Run], cuts, sentences: list[str], transl
     from seq2seq.alignment.methods import Method
 
     method = method or Method()
-    # an alignment layer's links are drawn by its own rule, at the threshold chosen for it
-    rule = ("mass", method.aligner.threshold) if method.name == "layer" else ("argmax", 0.5)
+    rule = placing_rule(method)
     wanted, at = [], 0
     for run, spans in zip(runs, cuts, strict=True):
         if run.pairs:
