@@ -18,35 +18,48 @@ from seq2seq.errors import Seq2SeqError
 
 INSTALL_HINT = 'pip install -e ".[docs]"'
 INNER_END = re.compile(r"[.!?]\s+\S")  # a sentence that may hold two: pysbd is asked
+WIDE_SPACE = re.compile(r"[^\S\t\n\x0b\x0c\r ]")  # any space but ASCII's (no-break, thin, ...)
 
 
 def split(text: str, lang: str = "en") -> list[tuple[int, int]]:
     """The (start, end) of each sentence of `text`, spaces at its ends left out; what lies between
-    two sentences is their spacing. A text of spaces alone has none."""
+    two sentences is their spacing. A text of spaces alone has none. Every other character lies in
+    a sentence: a splitter that leaves one out of its pieces leaves it to the sentence before."""
     try:
         import sentencex
     except ImportError:
         raise Seq2SeqError(f"documents need the sentence splitter: {INSTALL_HINT}") from None
+    # sentencex 1.0 panics on a letter, a no-break space and a full stop ("A\u00a0."): it cuts a
+    # wide space's bytes in two. The splitters read each such space as a plain one: one character
+    # for one, so every offset holds in the text as given.
+    plain = WIDE_SPACE.sub(" ", text)
     spans = []
-    for a, b in _located(text, sentencex.segment(lang, text), 0):
-        if INNER_END.search(text, a, b):
-            spans += _located(text, _pysbd(lang).segment(text[a:b]), a)
+    for a, b in _cut_at(plain, 0, len(plain), sentencex.segment(lang, plain)):
+        if INNER_END.search(plain, a, b):
+            spans += _cut_at(plain, a, b, _pysbd(lang).segment(plain[a:b]))
         else:
             spans.append((a, b))
     return spans
 
 
-def _located(text: str, pieces, at: int) -> list[tuple[int, int]]:
-    """The spans of `pieces` (consecutive parts of `text` from `at`), spaces at their ends left out,
-    the pieces of spaces alone left out."""
-    spans = []
+def _cut_at(text: str, a: int, b: int, pieces) -> list[tuple[int, int]]:
+    """text[a:b] cut where each of `pieces` (a splitter's sentences of it, in order) begins, the
+    spaces at each part's ends left out, the parts of spaces alone left out. A piece not found as
+    given (a splitter that changed it) leaves the rest of the text one part."""
+    cuts, at = [a], a
     for piece in pieces:
-        start = text.index(piece, at)
-        at = start + len(piece)
         stripped = piece.strip()
-        if stripped:
-            first = start + piece.index(stripped)
-            spans.append((first, first + len(stripped)))
+        found = text.find(stripped, at, b) if stripped else at
+        if found < 0:
+            break
+        if found > cuts[-1]:
+            cuts.append(found)
+        at = found + len(stripped)
+    spans = []
+    for start, end in zip(cuts, [*cuts[1:], b], strict=True):
+        part = text[start:end]
+        if part.strip():
+            spans.append((start + len(part) - len(part.lstrip()), end - len(part) + len(part.rstrip())))
     return spans
 
 
