@@ -303,6 +303,20 @@ def test_the_server_translates_a_document_as_the_command_does(run, cli, tmp_path
             assert refused.status_code == 422 and message in refused.json()["error"], refused.text
 
 
+def test_the_alignment_is_read_only_for_a_document_with_tags(run, cli, tmp_path, monkeypatch):
+    """Choosing how tags are placed may cost a pass over the gold set: a document without inline
+    markup never asks, one with it does."""
+    import seq2seq.alignment.runs
+
+    asked = []
+    monkeypatch.setattr(seq2seq.alignment.runs, "placing_method", lambda *a: asked.append(a) or None)
+    (tmp_path / "plain.md").write_text("# A dog\n\nA cat runs.\n", encoding="utf-8")
+    (tmp_path / "tagged.md").write_text("A **dog** runs.\n", encoding="utf-8")
+    for name, calls in (("plain.md", 0), ("tagged.md", 1)):
+        said = cli("translate", "--run", run, "--max-len", "4", "--input", tmp_path / name)
+        assert said.code == 0 and len(asked) == calls, said.err
+
+
 def test_a_documents_explorer_holds_each_sentence_with_its_maps(run, cli, tmp_path):
     import json
 

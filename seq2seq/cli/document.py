@@ -34,7 +34,7 @@ def translate_document_file(
     written whole; the notices (tags kept at a sentence's end, sentences cut) on stderr; with
     --attention-html, the explorer of its sentences."""
     from seq2seq.alignment.runs import placing_method  # tags placed through the run's best reading
-    from seq2seq.documents.translate import translate_document
+    from seq2seq.documents.translate import prepare, translate_prepared
     from seq2seq.runs.load import load_run
     from seq2seq.runs.recipe import stored_languages
 
@@ -46,9 +46,11 @@ def translate_document_file(
                  "--glossary": args.glossary, "--confidence": args.confidence})  # fmt: skip
     source = read_document(args.input)  # read before anything is written: --output may be a pipe
     model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
-    method = placing_method(run, model, tokenizer)
     lang = stored_languages(run)[1]  # sentences are cut by the source language's rules
-    done = translate_document(model, tokenizer, source, format, options, method, lang)
+    prepared = prepare(model, tokenizer, source, format, lang)
+    tagged = any(r.pairs for r in prepared.layout.runs)  # the alignment is read only to place tags
+    method = placing_method(run, model, tokenizer) if tagged else None
+    done = translate_prepared(model, tokenizer, prepared, options, method)
     for notice in done.notices:
         display.warn(notice)
     with OutputFile(args.output) as out:  # standard output for None
