@@ -94,6 +94,7 @@ DEPENDS = {
         *DECODING,
         "seq2seq/alignment",
         "seq2seq/documents/markup.py",
+        "seq2seq/documents/translate.py",  # the rule tags are placed by
         "scripts/bench_markup.py",
         "scripts/common.py",
     ),

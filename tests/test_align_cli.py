@@ -264,6 +264,11 @@ def test_markup_is_placed_into_the_targets_through_the_links(cli, tiny_run, pair
             run, [(0, len(run.text))], [target], [{tuple(k) for k in json.loads(found)}], [""]
         ).text
         assert out == expected and out.count("<b>") == out.count("</b>") == 1 and "<br>" in out
+    markup = ["--markup", "--extract", "argmax"]  # a rule given is the rule used
+    by_argmax = cli(
+        *args(tiny_run[0], pairs, *markup)[:4], pairs / "tagged.txt", *args(tiny_run[0], pairs)[5:], *markup
+    )
+    assert by_argmax.code == 0 and by_argmax.out != placed.out, by_argmax.err
     refused = cli("align", "--run", tiny_run[0], "--source", pairs / "tagged.txt", "--markup")
     assert refused.code == 2 and "needs --target" in refused.err
 

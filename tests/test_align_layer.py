@@ -84,7 +84,7 @@ def documents_place_their_tags_through_it(run, cli, tmp_path):
     assert said.code == 0 and said.out == done.text and "align-train" not in said.err, said.err
     assert done.tags == 2 and not any("align-train" in n for n in done.notices)
     without = translate_document(model, tokenizer, page, "html", DecodeOptions(max_len=8))
-    assert any("2 tags placed through the attention" in n and "align-train" in n for n in without.notices)
+    assert any("2 tags placed through cross-attention" in n and "align-train" in n for n in without.notices)
     with TestClient(make_app(run, markup=method)) as client:
         body = {"text": page, "format": "html", "max_len": 8}
         assert client.post("/translate", json=body).json()["document"] == done.text

@@ -80,6 +80,7 @@ def test_every_character_lies_in_a_sentence_and_no_space_breaks_the_splitter():
         "\u00a0",
         "\u202f",
         "\u2009",
+        "\u3000",
         "日本。",
         "?!",
     ]

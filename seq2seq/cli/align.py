@@ -115,10 +115,9 @@ class AlignArgs:
     @property
     def rule(self) -> str:
         """--extract, else the rule a translation's tags are placed by (--markup) or argmax."""
-        from seq2seq.alignment.methods import Method
-        from seq2seq.documents.translate import placing_rule
+        from seq2seq.alignment.runs import PLACING_RULE
 
-        return self.extract or (placing_rule(Method())[0] if self.markup else "argmax")
+        return self.extract or (PLACING_RULE if self.markup else "argmax")
 
     @property
     def given(self) -> bool:

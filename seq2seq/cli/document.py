@@ -48,8 +48,7 @@ def translate_document_file(
     model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
     lang = stored_languages(run)[1]  # sentences are cut by the source language's rules
     prepared = prepare(model, tokenizer, source, format, lang)
-    tagged = any(r.pairs for r in prepared.layout.runs)  # the alignment is read only to place tags
-    method = placing_method(run, model, tokenizer) if tagged else None
+    method = placing_method(run, model, tokenizer) if prepared.tags else None  # read only to place tags
     done = translate_prepared(model, tokenizer, prepared, options, method)
     for notice in done.notices:
         display.warn(notice)

@@ -7,9 +7,9 @@ a full stop, question or exclamation mark followed by more text. Sentencex reads
 abbreviation list before a full stop as never ending a sentence ("a work of art. Busy mall"); pysbd
 tells the abbreviations that stand before a name ("Mr.", "Dr.") from those that can end one, so its
 cuts inside sentencex's sentences are taken. On paragraphs built from Multi30k's training
-sentences the two together cut more paragraphs exactly than either alone, in English, French,
-German and Czech (scripts/bench_splitters.py); pysbd has no Czech, and its English rules served
-Czech better than none, so a language it lacks gets its English rules."""
+sentences the two together cut at least as many paragraphs exactly as the better one alone, in
+English, French, German and Czech (scripts/bench_splitters.py); pysbd has no Czech, and its
+English rules served Czech better than none, so a language it lacks gets its English rules."""
 
 import functools
 import re
@@ -26,9 +26,10 @@ def split(text: str, lang: str = "en") -> list[tuple[int, int]]:
     two sentences is their spacing. A text of spaces alone has none. Every other character lies in
     a sentence: a splitter that leaves one out of its pieces leaves it to the sentence before."""
     try:
+        import pysbd  # noqa: F401  (asked below only where a sentence may hold two: needed always)
         import sentencex
     except ImportError:
-        raise Seq2SeqError(f"documents need the sentence splitter: {INSTALL_HINT}") from None
+        raise Seq2SeqError(f"documents need the sentence splitters: {INSTALL_HINT}") from None
     # sentencex 1.0 panics on a letter, a no-break space and a full stop ("A\u00a0."): it cuts a
     # wide space's bytes in two. The splitters read each such space as a plain one: one character
     # for one, so every offset holds in the text as given.
@@ -66,11 +67,9 @@ def _cut_at(text: str, a: int, b: int, pieces) -> list[tuple[int, int]]:
 @functools.cache
 def _pysbd(lang: str):
     """pysbd's segmenter for `lang`, its English one where it has none; the text kept as given."""
-    try:
-        import pysbd
-        from pysbd.languages import LANGUAGE_CODES
-    except ImportError:
-        raise Seq2SeqError(f"documents need the sentence splitter: {INSTALL_HINT}") from None
+    import pysbd
+    from pysbd.languages import LANGUAGE_CODES
+
     return pysbd.Segmenter(language=lang if lang in LANGUAGE_CODES else "en", clean=False)
 
 

@@ -7,6 +7,7 @@ its sentences and its markup placed through the alignment of each sentence with 
 
 from dataclasses import dataclass, field
 
+from seq2seq.alignment.methods import Method
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.documents import formats
 from seq2seq.documents.case import folded, restored
@@ -36,6 +37,11 @@ class Prepared:
     cuts: list[list[tuple[int, int]]]
     sentences: list[str]
     long: int  # sentences longer than the model reads, cut into parts (sentences.fitted)
+
+    @property
+    def tags(self) -> int:
+        """The inline tag pairs to place through the alignment."""
+        return sum(len(run.pairs) for run in self.layout.runs)
 
 
 def prepare(model, tokenizer, text: str, format: str, lang: str = "en") -> Prepared:
@@ -97,42 +103,47 @@ def translate_prepared(
         out.append(run.text[: spans[0][0]] + placed.text)
         unplaced += placed.unplaced
         at += n
-    tags = sum(len(run.pairs) for run in layout.runs)
     done = TranslatedDocument(
-        layout.render(out), len(sentences), unplaced, tags, result.truncated, prepared.long
+        layout.render(out), len(sentences), unplaced, prepared.tags, result.truncated, prepared.long
     )
     done.sources, done.result = read, found  # what the model read and wrote, for its maps
-    if done.tags and (method is None or method.name != "layer"):
-        done.notices.append(
-            f"{done.tags} tags placed through the attention; an alignment layer (`seq2seq align-train`) "
-            "places them better (docs/documents.md)"
-        )
-    if unplaced:
-        done.notices.append(f"{unplaced} tags enclosed no aligned word and were kept at their sentence's end")
-    if prepared.long:
-        done.notices.append(
-            f"{prepared.long} sentences were longer than the model reads "
-            f"({model.cfg.max_positions - 1} pieces): each was translated in parts, cut after a "
-            "semicolon, a colon or a comma, else at a space"
-        )
-    if result.truncated:
-        done.notices.append(f"{result.truncated} sentences were longer than the model reads and were cut")
+    done.notices = _notices(done, method or Method(), model.cfg.max_positions - 1)
     return done
+
+
+def _notices(done: TranslatedDocument, method, most: int) -> list[str]:
+    """What the user is told of a translated document: tags kept at a sentence's end, tags placed
+    without an alignment layer, sentences translated in parts or cut."""
+    notices = []
+    if done.unplaced:
+        notices.append(f"{done.unplaced} tags enclosed no aligned word and were kept at their sentence's end")
+    if done.tags and method.name != "layer":
+        notices.append(
+            f"{done.tags} tags placed through {method.describe()}; an alignment layer (`seq2seq "
+            "align-train` on the run) places them better (docs/documents.md)"
+        )
+    if done.long:
+        notices.append(
+            f"{done.long} sentences were longer than the model reads ({most} pieces): each was "
+            "translated in parts, cut after a semicolon, a colon or a comma, else at a space"
+        )
+    if done.truncated:
+        notices.append(f"{done.truncated} sentences were longer than the model reads and were cut")
+    return notices
 
 
 def placing_rule(method) -> tuple[str, float]:
     """How links are drawn from `method`'s scores to place tags: an alignment layer's by its own
-    rule, `mass` at the threshold chosen for it; an attention reading's by `intersect` (a link where
-    the target word's best source word and the source word's best target word agree), which places
-    more tags exactly than `argmax` on the gold set's development half (scripts/bench_markup.py)."""
-    return ("mass", method.aligner.threshold) if method.name == "layer" else ("intersect", 0.5)
+    rule, `mass` at the threshold chosen for it; any other reading's by PLACING_RULE."""
+    from seq2seq.alignment.runs import PLACING_RULE
+
+    return ("mass", method.aligner.threshold) if method.name == "layer" else (PLACING_RULE, 0.5)
 
 
 def _links(model, tokenizer, runs: list[Run], cuts, sentences: list[str], translations: list[str], method):
     """Each sentence's links (source word, target word), for the sentences of runs with markup
     (the others need none: no alignment is computed for them)."""
     from seq2seq.alignment.api import align
-    from seq2seq.alignment.methods import Method
 
     method = method or Method()
     rule = placing_rule(method)
