@@ -11,6 +11,7 @@ import torch
 from seq2seq.alignment.agreement import disagreement, train_together, word_matrix
 from seq2seq.alignment.aligner import examples_of
 from seq2seq.alignment.extract import word_scores
+from seq2seq.cli.align_train import AGREEMENT
 from seq2seq.runs.load import load_run
 from tests.conftest import EN
 from tests.helpers import turned_round
@@ -61,7 +62,7 @@ def test_align_train_fits_two_runs_together_and_keeps_a_layer_in_each(tiny_run, 
     said = cli("align-train", "--run", run, "--reverse-run", back, "--data-dir", data, "--epochs", "1")
     assert said.code == 0 and said.err.count("wrote the alignment layer") == 2, said.err
     kept = [json.loads((where / "aligner.json").read_text()) for where in (run, back)]
-    assert [k["agreement"] for k in kept] == [1.0, 1.0] and kept[0]["pairs"] == kept[1]["pairs"] > 0
+    assert [k["agreement"] for k in kept] == [AGREEMENT] * 2 and kept[0]["pairs"] == kept[1]["pairs"] > 0
     (tmp_path / "s").write_text("a dog runs\n")
     (tmp_path / "t").write_text("un chien court\n")
     pair = ["--source", tmp_path / "s", "--target", tmp_path / "t", "--reverse-run", back]
