@@ -1,7 +1,7 @@
 """Plain helpers that several test modules share: the CLI's few-step `train` command, the digit
 reversal task, the registered architectures' variants, the RNN's variants, the tokenized training
-set and a run recorded as translating the other way. Fixtures live in conftest.py; this module
-imports none of it, so conftest.py may import it."""
+set and a run's copy with its recorded training changed (one translating the other way). Fixtures
+live in conftest.py; this module imports none of it, so conftest.py may import it."""
 
 import json
 import random
@@ -240,12 +240,17 @@ def model_weights(run) -> dict[str, torch.Tensor]:
     return {k: v for k, v in load_file(str(run / "last.safetensors")).items() if k.startswith("model.")}
 
 
+def with_train(run, folder, name, **fields):
+    """A copy of the run in `folder`/`name`, its config's "train" section changed by `fields`."""
+    copy = folder / name
+    shutil.copytree(run, copy)
+    sections = json.loads((copy / "config.json").read_text())
+    sections["train"].update(fields)
+    (copy / "config.json").write_text(json.dumps(sections))
+    return copy
+
+
 def turned_round(tiny_run, folder):
     """The tiny run copied into `folder`, recorded as translating fr->en (its joint tokenizer reads
     either side)."""
-    run = folder / "fr-en"
-    shutil.copytree(tiny_run[0], run)
-    sections = json.loads((run / "config.json").read_text())
-    sections["train"].update(src="fr", tgt="en")
-    (run / "config.json").write_text(json.dumps(sections))
-    return run
+    return with_train(tiny_run[0], folder, "fr-en", src="fr", tgt="en")

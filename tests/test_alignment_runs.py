@@ -2,8 +2,6 @@
 where it was trained (and a run without guidance has none), a reverse run must translate the other
 way, and two directions combine into one alignment per pair."""
 
-import json
-
 import pytest
 
 from seq2seq.alignment.api import align
@@ -13,21 +11,9 @@ from seq2seq.decoding.attention import cross_layers
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.errors import Seq2SeqError
 from seq2seq.runs.load import load_run
+from tests.helpers import with_train
 
 PAIRS = (["a dog runs", "two men talk"], ["un chien court", "deux hommes parlent"])
-
-
-def with_train(run, tmp_path, name, **fields):
-    """A copy of the run's config and files with its "train" section changed."""
-    copy = tmp_path / name
-    copy.mkdir()
-    for path in run.iterdir():
-        if path.is_file():
-            (copy / path.name).write_bytes(path.read_bytes())
-    config = json.loads((copy / "config.json").read_text())
-    config["train"].update(fields)
-    (copy / "config.json").write_text(json.dumps(config))
-    return copy
 
 
 def test_a_guided_run_is_read_at_the_head_it_trained_and_an_unguided_one_has_none(run, tmp_path):

@@ -96,17 +96,12 @@ def test_every_character_lies_in_a_sentence_and_no_space_breaks_the_splitter():
 
 
 def test_the_command_and_the_server_cut_sentences_by_the_runs_source_language(run, cli, tmp_path):
-    import json
-    import shutil
-
     from fastapi.testclient import TestClient
 
+    from tests.helpers import with_train
     from tests.serve_helpers import make_app
 
-    german = shutil.copytree(run, tmp_path / "de-run")
-    config = json.loads((german / "config.json").read_text())
-    config["train"]["src"] = "de"
-    (german / "config.json").write_text(json.dumps(config))
+    german = with_train(run, tmp_path, "de-run", src="de")
     text = "Er kam um 3 Uhr usw. Dann ging er.\n"
     model, tokenizer = load_run(german)
     options = DecodeOptions(max_len=8)
