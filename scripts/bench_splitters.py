@@ -46,13 +46,11 @@ def punctuated(sentence: str) -> str:
 
 def splitters(lang: str) -> dict:
     """Each splitting of a text into its sentences' strings, with `lang`'s rules."""
-    import pysbd
     import sentencex
-    from pysbd.languages import LANGUAGE_CODES
 
-    from seq2seq.documents.sentences import split
+    from seq2seq.documents.sentences import second_opinion, split
 
-    segmenter = pysbd.Segmenter(language=lang if lang in LANGUAGE_CODES else "en", clean=False)
+    segmenter = second_opinion(lang)  # pysbd as the documents ask it: the language's rules, else English
     return {
         "pysbd": lambda text: segmenter.segment(text),
         "sentencex": lambda text: list(sentencex.segment(lang, text)),

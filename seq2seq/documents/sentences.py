@@ -26,8 +26,9 @@ def split(text: str, lang: str = "en") -> list[tuple[int, int]]:
     two sentences is their spacing. A text of spaces alone has none. Every other character lies in
     a sentence: a splitter that leaves one out of its pieces leaves it to the sentence before."""
     try:
-        import pysbd  # noqa: F401  (asked below only where a sentence may hold two: needed always)
         import sentencex
+
+        second = second_opinion(lang)  # asked only where a sentence may hold two: needed always
     except ImportError:
         raise Seq2SeqError(f"documents need the sentence splitters: {INSTALL_HINT}") from None
     # sentencex 1.0 panics on a letter, a no-break space and a full stop ("A\u00a0."): it cuts a
@@ -37,7 +38,7 @@ def split(text: str, lang: str = "en") -> list[tuple[int, int]]:
     spans = []
     for a, b in _cut_at(plain, 0, len(plain), sentencex.segment(lang, plain)):
         if INNER_END.search(plain, a, b):
-            spans += _cut_at(plain, a, b, _pysbd(lang).segment(plain[a:b]))
+            spans += _cut_at(plain, a, b, second.segment(plain[a:b]))
         else:
             spans.append((a, b))
     return spans
@@ -65,7 +66,7 @@ def _cut_at(text: str, a: int, b: int, pieces) -> list[tuple[int, int]]:
 
 
 @functools.cache
-def _pysbd(lang: str):
+def second_opinion(lang: str):
     """pysbd's segmenter for `lang`, its English one where it has none; the text kept as given."""
     import pysbd
     from pysbd.languages import LANGUAGE_CODES

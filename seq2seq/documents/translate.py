@@ -86,7 +86,7 @@ def translate_prepared(
     """A prepared document's sentences translated together, and the document written back."""
     from seq2seq.decoding.search import translate
 
-    options = options or DecodeOptions()
+    options, method = options or DecodeOptions(), method or Method()
     layout, cuts, sentences = prepared.layout, prepared.cuts, prepared.sentences
     read, cases = folded(sentences)  # ALL-CAPS and Title-Case sentences read in sentence case
     found = translate(model, tokenizer, read, options)
@@ -107,7 +107,7 @@ def translate_prepared(
         layout.render(out), len(sentences), unplaced, prepared.tags, result.truncated, prepared.long
     )
     done.sources, done.result = read, found  # what the model read and wrote, for its maps
-    done.notices = _notices(done, method or Method(), model.cfg.max_positions - 1)
+    done.notices = _notices(done, method, model.cfg.max_positions - 1)
     return done
 
 
@@ -145,7 +145,6 @@ def _links(model, tokenizer, runs: list[Run], cuts, sentences: list[str], transl
     (the others need none: no alignment is computed for them)."""
     from seq2seq.alignment.api import align
 
-    method = method or Method()
     rule = placing_rule(method)
     wanted, at = [], 0
     for run, spans in zip(runs, cuts, strict=True):
