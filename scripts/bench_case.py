@@ -1,6 +1,6 @@
 """ALL-CAPS and Title-Case input: test_2016's sources and references upper-cased (and each word's
 first letter a capital), translated as `seq2seq translate` translates lines (seq2seq/stream, which
-reads such lines in sentence case and writes them back in theirs: documents/case.py) and by the
+reads such lines in sentence case and writes them back in theirs: request/case.py) and by the
 search alone (the model reading the line as given), beside the ordinary case; with
 `--augmented-run`, a run trained on case-augmented pairs (scripts/case_augment.py) measured the same
 way beside it. Cased BLEU (sacreBLEU's default), beam 5.
@@ -17,7 +17,7 @@ from scripts.common import cpu
 from seq2seq.data.corpus import load_pairs
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.search import translate
-from seq2seq.documents.case import TITLE, restore
+from seq2seq.request.case import TITLE, restore
 from seq2seq.runs.load import load_run
 from seq2seq.runs.recipe import stored_languages
 from seq2seq.stream.lines import LineTranslator

@@ -24,7 +24,7 @@ from scripts.common import cpu
 from seq2seq.data.corpus import load_pairs
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.search import translate
-from seq2seq.documents.translate import translate_document
+from seq2seq.request.translator import translate_document
 from seq2seq.runs.load import load_run
 from seq2seq.runs.recipe import stored_languages
 

@@ -1,4 +1,4 @@
-"""Case augmentation, the other way to ALL-CAPS and Title-Case input (Mozilla's; documents/case.py's
+"""Case augmentation, the other way to ALL-CAPS and Title-Case input (Mozilla's; request/case.py's
 fold-and-restore is the way `translate` takes): a copy of a Multi30k folder whose training pairs
 gain an upper-cased copy of a seeded `--share` of them and a Title-Cased copy of another (source
 and target alike), every other file linked as it is. A run trained on it reads cased lines as
@@ -14,7 +14,7 @@ import gzip
 import random
 from pathlib import Path
 
-from seq2seq.documents.case import TITLE, restore
+from seq2seq.request.case import TITLE, restore
 
 
 def augmented(lines: dict[str, list[str]], share: float, seed: int) -> dict[str, list[str]]:

@@ -5,6 +5,8 @@
 >>> seq2seq.translate(model, tokenizer, ["The cat sat on the mat."], seq2seq.DecodeOptions()).best
 >>> terms = [seq2seq.Terms(include=("chat noir",), avoid=("tapis",))]  # beam search honours them
 >>> seq2seq.translate(model, tokenizer, ["The cat sat."], seq2seq.DecodeOptions(), constraints=terms)
+>>> request = seq2seq.TranslationRequest(["A DOG RUNS."], avoid=("chien",), confidence=True)
+>>> seq2seq.Translator(model, tokenizer).translate(request).best  # what every front door runs
 >>> maps = seq2seq.attention(model, tokenizer, "A dog runs.")  # or with a given translation
 >>> maps.weights["cross"].shape  # (layers, heads, output pieces + EOS, source pieces + EOS)
 >>> seq2seq.check_pairs(model, tokenizer, ["A dog runs."], ["Un chien court."])[0].score  # trust
@@ -29,8 +31,10 @@ _PUBLIC = {  # name -> the module that defines it
     "DecodeOptions": "seq2seq.decoding.search",
     "Glossary": "seq2seq.decoding.terms",
     "Terms": "seq2seq.decoding.terms",
-    "translate": "seq2seq.decoding.search",
-    "translate_document": "seq2seq.documents.translate",
+    "translate": "seq2seq.request.translator",
+    "translate_document": "seq2seq.request.translator",
+    "TranslationRequest": "seq2seq.request.request",
+    "Translator": "seq2seq.request.translator",
     "load_run": "seq2seq.runs.load",
     "Seq2SeqError": "seq2seq.errors",
 }

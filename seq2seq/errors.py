@@ -17,3 +17,14 @@ class OptionError(Seq2SeqError):
     def __init__(self, option: str, message: str):
         super().__init__(f"Invalid value for '{option}': {message}")
         self.option = option
+
+
+class FieldError(Seq2SeqError):
+    """A request or a command's value that cannot be used as given, naming the library's fields at
+    fault (`prefixes`, `avoid`, `output`); each edge spells them its own way (the command line its
+    flags, the server its JSON names), each in one table."""
+
+    def __init__(self, fields: str | tuple[str, ...], message: str):
+        self.fields = (fields,) if isinstance(fields, str) else tuple(fields)
+        self.message = message
+        super().__init__(f"{', '.join(self.fields)}: {message}")

@@ -46,11 +46,14 @@ class Evaluation:
 
 
 def evaluate(
-    model: Seq2SeqModel, tokenizer, pairs: list[tuple[str, str]], options: DecodeOptions
+    model: Seq2SeqModel, tokenizer, pairs: list[tuple[str, str]], options: DecodeOptions, translated=None
 ) -> Evaluation:
-    """Translate the source side of `pairs` and score it against the target side."""
+    """Translate the source side of `pairs` and score it against the target side; `translated`,
+    how lines are translated (a function of the lines; default: the search alone, as training
+    validates; `seq2seq evaluate` gives the one request's, paired.py)."""
     start = time.perf_counter()
-    hypotheses = translate(model, tokenizer, [src for src, _ in pairs], options).best
+    sources = [src for src, _ in pairs]
+    hypotheses = translated(sources) if translated else translate(model, tokenizer, sources, options).best
     seconds = time.perf_counter() - start
     return Evaluation(score(hypotheses, [tgt for _, tgt in pairs]), hypotheses, seconds)
 

@@ -72,7 +72,7 @@ def documents_place_their_tags_through_it(run, cli, tmp_path):
 
     from seq2seq.alignment.aligner import layer_method
     from seq2seq.decoding.options import DecodeOptions
-    from seq2seq.documents.translate import translate_document
+    from seq2seq.request.translator import translate_document
     from tests.serve_helpers import make_app
 
     page = "<p>A <b>dog</b> runs in the <i>park</i>.</p>\n"

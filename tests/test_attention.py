@@ -130,7 +130,7 @@ def test_show_attention_from_the_cli(run_dir, cli):
     [
         (["--show-attention", "--layer", "3"], "--layer must be between 1 and 2"),
         (["--show-attention", "--head", "9"], "--head must be between 1 and 4"),
-        (["--layer", "1"], "--layer.*goes with --show-attention or --attention-png"),
+        (["--layer", "1"], "--layer.*goes with a map drawn"),
     ],
 )
 def test_bad_layer_or_head_is_one_line_and_writes_nothing(run_dir, cli, args, message):

@@ -1,11 +1,11 @@
-"""ALL-CAPS and Title-Case input (seq2seq/documents/case.py): read in sentence case, written back in
+"""ALL-CAPS and Title-Case input (seq2seq/request/case.py): read in sentence case, written back in
 its case, the same through `translate`'s lines, a document and the server; any other line as it is."""
 
 import pytest
 
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.search import translate
-from seq2seq.documents.case import AS_IS, TITLE, UPPER, case_of, fold, restore
+from seq2seq.request.case import AS_IS, TITLE, UPPER, case_of, fold, restore
 from seq2seq.runs.load import load_run
 
 LINES = ["A DOG RUNS IN THE PARK.", "Two Men Sit On A Bench", "a dog runs", "The cat sleeps.", "OK"]

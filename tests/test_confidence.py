@@ -55,8 +55,8 @@ def test_marks_follow_the_words_to_check(run, cli):
     "args,message",
     [
         (["--confidence", "mark"], "'mark' is not one of marks, json"),
-        (["--confidence", "json", "--nbest", "2"], "not with --nbest or --num-samples"),
-        (["--confidence", "json", "--format", "text"], "--confidence goes with --format lines"),
+        (["--confidence", "json", "--nbest", "2"], "'--nbest', '--num-samples': checks the one translation"),
+        (["--confidence", "json", "--format", "text"], "'--confidence': goes with lines"),
     ],
 )
 def test_what_confidence_cannot_do_is_one_line(run, cli, args, message, tmp_path):

@@ -85,13 +85,13 @@ def test_terms_are_read_as_documented():
         (["--constraint", "\u4e2d\u6587"], "no piece for"),
         (["--constraint", "chien", "--greedy"], "beam search"),
         (["--constraint", "chien", "--sample"], "beam search"),
-        (["--constraint", "chien", "--avoid", "chien"], "which --avoid forbids"),
+        (["--constraint", "chien", "--avoid", "chien"], "a term to avoid"),
         (["--constraint", "un chien court vite", "--max-len", "2"], "above the longest output"),
         (["--beam", "2", "--constraint", "chien", "--constraint", "chat"], "holds at most 1"),
         (["--constraints-file", "{tmp}/two.txt"], "give one line of constraints a line"),
         (["--constraints-file", "{tmp}/bad.txt"], "is not readable JSON"),
         (["--glossary", "{tmp}/notab.tsv"], "one tab between two terms"),
-        (["--ignore-case"], "--glossary"),
+        (["--ignore-case"], "goes with a glossary"),
     ],
 )
 def test_constraints_that_cannot_be_met_are_one_line_and_write_nothing(cli, tiny_run, tmp_path, args, words):

@@ -12,8 +12,8 @@ from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.search import translate
 from seq2seq.documents.formats import format_of, parse
 from seq2seq.documents.markup import Run, place
-from seq2seq.documents.translate import translate_document
 from seq2seq.errors import Seq2SeqError
+from seq2seq.request.translator import translate_document
 from seq2seq.runs.load import load_run
 
 pytest.importorskip("sentencex", reason='documents need the extra: pip install -e ".[docs]"')
@@ -272,7 +272,7 @@ def test_the_format_comes_from_the_suffix_or_format(cli, tiny_run, tmp_path):
     refused = cli(
         "translate", "--run", tiny_run[0], "--input", tmp_path / "a.md", "--nbest", "2", "--beam", "2"
     )
-    assert refused.code == 2 and "--nbest goes with --format lines" in refused.err
+    assert refused.code == 2 and "'--nbest': goes with lines" in refused.err
     assert len(parse("a\n\nb\n", "text").runs) == 2
 
 
@@ -291,8 +291,11 @@ def test_the_server_translates_a_document_as_the_command_does(run, cli, tmp_path
         answer = client.post("/translate", json=body).json()
         assert answer["document"] == said.out and answer["sentences"] > 3 and "translations" not in answer
         for bad, message in (
-            ({"text": ["a dog"], "format": "text"}, "a list of lines goes with format lines"),
-            ({"text": "a dog", "format": "text", "prefix": "le"}, "prefix goes with format lines"),
+            ({"text": ["a dog"], "format": "text"}, "text: a list of lines goes with format lines"),
+            (
+                {"text": "a dog", "format": "text", "prefix": "le"},
+                "prefix: goes with lines; a document is one",
+            ),
             ({"text": "<p>a <b>dog</p>", "format": "html"}, "left open"),
         ):
             refused = client.post("/translate", json=bad)

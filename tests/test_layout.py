@@ -21,7 +21,7 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
     "models": {"models", "data.special", "errors", "fields", "device"},  # device: its start-up timer
     "decoding": {"decoding", "models", "data", "device", "errors", "fields"},
     "evaluate": {"decoding", "models", "errors"},
-    "paired": {"evaluate", "decoding", "models"},  # an evaluation paired with a baseline's
+    "paired": {"evaluate", "decoding", "models", "request"},  # an evaluation paired with a baseline's
     "report": set(),  # an evaluation as JSON
     "files": {"files", *SHARED},  # text files in and out
     # confidence and error signals: a teacher-forced pass, its pieces merged into words
@@ -48,9 +48,11 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
     # a document's sentences are searched, and its markup placed through the alignment
     "documents": {"documents", "decoding", "alignment", *SHARED},
     # translate's lines: steered, recorded and mapped a group at a time, and the views of the maps
-    "stream": {"stream", "decoding", "files", "views", "trust", "documents.case", *SHARED},
+    # the one pipeline: a request checked, searched, restored, trusted, a document written back
+    "request": {"request", "decoding", "documents", "trust", "data", *SHARED},
+    "stream": {"stream", "decoding", "files", "views", "trust", "request", *SHARED},
     "export": {"export", "runs", "models", "data", "decoding", "evaluate", *SHARED},
-    "serve": {"serve", "views", "decoding", "runs", "trust", "documents", "models", "data", *SHARED},
+    "serve": {"serve", "views", "decoding", "request", "runs", "trust", "models", "data", *SHARED},
     "cli": None,  # the edge: anything
     "__init__": None,
     "__main__": {"cli"},

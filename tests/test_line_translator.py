@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from seq2seq.decoding.search import DecodeOptions, translate
-from seq2seq.errors import OptionError, Seq2SeqError
+from seq2seq.errors import FieldError, Seq2SeqError
 from seq2seq.files.writing import Outputs
 from seq2seq.paired import evaluate_against
 from seq2seq.runs.load import load_run
@@ -76,13 +76,21 @@ def test_terms_are_checked_before_any_line(loaded):
     assert LineTranslator(model, tokenizer, DecodeOptions(beam=3), steer(include=("chien",))).notices(3) == []
 
 
-def test_steering_errors_name_their_option():
-    with pytest.raises(OptionError, match="'--prefix': give --prefix or --prefix-file"):
+def test_steering_errors_name_their_fields_and_the_command_line_spells_them_as_flags():
+    from seq2seq.cli.options import spelled
+    from seq2seq.serve.errors import spelled as named
+
+    with pytest.raises(FieldError) as raised:
         prefix_lines("le", Path("prefixes.txt"))
-    with pytest.raises(OptionError, match=r"'--constraints-file': c\.txt has 2 lines but the input has 3"):
-        check_count(["a", "b"], 3, Path("c.txt"), "--constraints-file")
-    with pytest.raises(OptionError, match="'--ignore-case': goes with --glossary"):
+    assert raised.value.fields == ("prefix", "prefix_file")
+    assert spelled(raised.value) == "Invalid value for '--prefix', '--prefix-file': give one, not both"
+    with pytest.raises(FieldError, match=r"constraints_file: c\.txt has 2 lines but the input has 3"):
+        check_count(["a", "b"], 3, Path("c.txt"), "constraints_file")
+    with pytest.raises(FieldError, match="ignore_case: goes with a glossary"):
         Terms((), (), None, None, True)
+    error = FieldError(("prefixes", "include", "avoid"), "no room")
+    assert spelled(error) == "Invalid value for '--prefix', '--constraint', '--avoid': no room"
+    assert named(error) == "prefix, constraints, avoid: no room"
     assert steer(prefix="le").prefixes_of(3, 2) == ["le", "le"] and steer().prefixes_of(1, 2) is None
 
 
@@ -105,7 +113,7 @@ def test_one_picture_is_file_and_several_are_numbered(loaded, run, tmp_path):
 
 def test_layer_and_head_go_with_a_drawn_map(run):
     args = SimpleNamespace(layer=2, head=None, show_attention=False, attention_png=None, attention_html=None)
-    with pytest.raises(OptionError, match="'--layer': goes with --show-attention or --attention-png"):
+    with pytest.raises(FieldError, match="layer, show_attention, attention_png: goes with a map drawn"):
         Views.of(args, run, Outputs(run=run), None, print)
 
 

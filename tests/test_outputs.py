@@ -38,7 +38,7 @@ def test_no_output_is_the_input(run, cli, tmp_path, flag, spelling):
     (tmp_path / "link.txt").symlink_to(source)
     target = source if spelling == "same" else tmp_path / "link.txt"
     result = cli("translate", "--run", run, "--input", source, flag, target)
-    one_line_error(result, f"{flag} {target} is also an input")
+    one_line_error(result, f"'{flag}': {target} is also an input")
     assert source.read_text() == "a dog runs\nthe cat sleeps\n"
 
 
@@ -75,7 +75,8 @@ def test_two_outputs_are_never_one_file(run, cli, tmp_path, pair):
     for first, second in ("o.txt", "o.txt"), ("o.txt", "alias.txt"), ("new.txt", "new.txt"):
         args = [pair[0], tmp_path / first, pair[1], tmp_path / second]
         result = cli("translate", "--run", run, "a dog runs", *args)
-        one_line_error(result, "'s file; give each its own")
+        one_line_error(result, "is the file of both; give each its own")
+        assert f"'{pair[1]}', '{pair[0]}'" in result.err or f"'{pair[0]}', '{pair[1]}'" in result.err
         assert (tmp_path / "o.txt").read_text() == "mine\n"
     assert not (tmp_path / "new.txt").exists()
 
@@ -86,7 +87,11 @@ def test_a_numbered_picture_is_never_another_output(run, cli, tmp_path):
         "translate", "--run", run, "a dog", "the cat", "--output", tmp_path / "a-2.png", "--attention-png",
         tmp_path / "a.png",
     )  # fmt: skip
-    assert result.code == 2 and "--attention-png" in result.err and "is also --output's file" in result.err
+    assert (
+        result.code == 2
+        and "'--attention-png', '--output'" in result.err
+        and "the file of both" in result.err
+    )
     assert (tmp_path / "a-2.png").read_text() == "mine\n"
 
 

@@ -120,7 +120,7 @@ def test_the_beam_the_server_returns_is_the_search_that_ran(served):
         ("/translate", {"text": "a dog", "constraints": ["\u4e2d\u6587"]}, "no piece for"),
         ("/translate", {"text": "a dog", "constraints": ["chien"], "greedy": True}, "beam search"),
         ("/translate", {"text": ["a", "b"], "constraints": [["chien"]]}, "lists of constraints"),
-        ("/translate", {"text": "a dog", "constraints": ["chien"], "avoid": ["chien"]}, "forbids"),
+        ("/translate", {"text": "a dog", "constraints": ["chien"], "avoid": ["chien"]}, "a term to avoid"),
         ("/translate", {"text": "a dog", "constraints": ["chien", "chat", "rouge"]}, "holds at most 2"),
         ("/translate", {"text": "a dog", "constraints": "chien"}, "constraints"),
         ("/attention", {"text": "a dog", "alternatives": 21}, "alternatives"),

@@ -163,7 +163,7 @@ def align(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device: str =
 
     args, run = taken(AlignArgs, given), run_dir(run)
     outputs = Outputs(args.source, args.target, args.gold, run=run, reads=(args.reverse_run,))
-    outputs.claim_options(args, "--output", "--attention-png", "--attention-html")
+    outputs.claim_fields(args, "output", "attention_png", "attention_html")
     args.check()
     reverse = None if args.reverse_run is None else run_dir(args.reverse_run)
     if reverse is not None:
@@ -202,7 +202,7 @@ def read_sources(args: AlignArgs, outputs: Outputs) -> tuple[list[str], list | N
         from seq2seq.files.writing import numbered
 
         for number in range(1, len(sources) + 1):
-            outputs.claim("--attention-png", numbered(args.attention_png, number))
+            outputs.claim("attention_png", numbered(args.attention_png, number))
     return sources, tagged
 
 

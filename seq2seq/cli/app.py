@@ -17,6 +17,7 @@ from seq2seq.cli.align_train import align_train
 from seq2seq.cli.check import check
 from seq2seq.cli.evaluate import evaluate, score
 from seq2seq.cli.export import export, import_model
+from seq2seq.cli.options import spelled
 from seq2seq.cli.serve import serve
 from seq2seq.cli.train import tokenize, train
 from seq2seq.cli.translate import translate
@@ -69,7 +70,7 @@ def main() -> None:
         display.error(e.format_message() + hint)
         code = 2
     except Seq2SeqError as e:
-        display.error(str(e))
+        display.error(spelled(e))
         code = 2
     except typer.Abort:  # Ctrl-C outside training
         display.error("interrupted")

@@ -28,28 +28,36 @@ def read_document(path: Path | None) -> str:
 
 
 def translate_document_file(
-    args, text, format: str, options, run: Path, device: str, quantize, views
+    args, text, format: str, options, run: Path, loading: tuple, views, policy
 ) -> None:
-    """`translate`'s document: alone (no TEXT, nor what goes with lines), read, translated and
-    written whole; the notices (tags kept at a sentence's end, sentences cut) on stderr; with
-    --attention-html, the explorer of its sentences."""
+    """`translate`'s document: alone (no TEXT, nor the views that go with lines), read, translated
+    and written whole through the one request; the notices (tags kept at a sentence's end,
+    sentences cut) on stderr; with --attention-html, the explorer of its sentences."""
     from seq2seq.alignment.runs import placing_method  # tags placed through the run's best reading
-    from seq2seq.documents.translate import prepare, translate_prepared
+    from seq2seq.request.request import TranslationRequest
+    from seq2seq.request.translator import Translator
     from seq2seq.runs.load import load_run
     from seq2seq.runs.recipe import stored_languages
 
-    check_alone({"TEXT": text, "--nbest": options.nbest > 1, "--num-samples": options.num_samples > 1,
-                 "--show-attention": args.show_attention, "--attention-png": args.attention_png,
-                 "--beam-trace": args.beam_trace,
-                 "--prefix": args.prefix, "--prefix-file": args.prefix_file, "--constraint": args.constraint,
-                 "--avoid": args.avoid, "--constraints-file": args.constraints_file,
-                 "--glossary": args.glossary, "--confidence": args.confidence})  # fmt: skip
+    check_alone(
+        {"TEXT": text, "--show-attention": args.show_attention, "--attention-png": args.attention_png}
+    )
     source = read_document(args.input)  # read before anything is written: --output may be a pipe
-    model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
+    steering = {
+        "prefixes": [args.prefix] if args.prefix is not None else args.prefix_file and [],
+        "include": tuple(args.constraint or ()), "avoid": tuple(args.avoid or ()),
+        "per_line": [] if args.constraints_file is not None else None, "glossary": args.glossary,
+        "confidence": args.confidence is not None, "trace": args.beam_trace is not None,
+    }  # fmt: skip
     lang = stored_languages(run)[1]  # sentences are cut by the source language's rules
-    prepared = prepare(model, tokenizer, source, format, lang)
-    method = placing_method(run, model, tokenizer) if prepared.tags else None  # read only to place tags
-    done = translate_prepared(model, tokenizer, prepared, options, method)
+    request = TranslationRequest([source], options, format=format, lang=lang, **steering, **policy)
+    device, quantize = loading
+    model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
+    translator = Translator(model, tokenizer)
+    checked = translator.check(request)
+    if checked.document.tags:  # the alignment read only to place tags
+        translator.markup = placing_method(run, model, tokenizer)
+    done = translator.finish(checked, translator.search([checked])[0]).document
     for notice in done.notices:
         display.warn(notice)
     with OutputFile(args.output) as out:  # standard output for None
@@ -70,7 +78,8 @@ def sentence_views(model, tokenizer, done, options, views) -> None:
 
 
 def check_alone(given: dict[str, object]) -> None:
-    """What goes with lines, not with a document: refused in one line, naming the option."""
+    """The views that go with lines, not with a document: refused in one line, naming the option
+    (what steers the search is the request's to refuse)."""
     for flag, value in given.items():
         if value:
             raise Seq2SeqError(f"{flag} goes with --format lines, not with a document")

@@ -20,6 +20,8 @@ from seq2seq.cli.options import (
     decoding,
     field_parameters,
     one_of,
+    request_parameters,
+    request_policy,
     run_dir,
     taken,
     with_parameters,
@@ -65,7 +67,7 @@ class EvaluateArgs:
         if (self.source is None) != (self.reference is None):
             raise typer.BadParameter("--source and --reference go together", param_hint="--source")
         outputs = Outputs(self.source, self.reference, self.baseline, run=run, reads=(self.baseline_run,))
-        outputs.claim("--output", self.output)
+        outputs.claim("output", self.output)
 
 
 def evaluate(
@@ -80,7 +82,7 @@ def evaluate(
     from seq2seq.paired import evaluate_against
     from seq2seq.runs.load import load_run
 
-    args, run = taken(EvaluateArgs, given), run_dir(run)
+    args, run, policy = taken(EvaluateArgs, given), run_dir(run), request_policy(given, ("case",))
     options = decoding(given)
     check_precision(quantize, options.bf16)
     args.check(run)
@@ -92,7 +94,7 @@ def evaluate(
     if args.baseline_run is not None:
         baseline = load_run(args.baseline_run, device, quantize=quantize, packed=True)
     result, comparison = evaluate_against(
-        model, tokenizer, pairs, options, baseline, args.paired, args.resamples
+        model, tokenizer, pairs, options, baseline, args.paired, args.resamples, **policy
     )
     if args.output is not None:
         write_lines([one_line(h) for h in result.hypotheses], args.output)
@@ -130,9 +132,9 @@ def test_pairs(args: EvaluateArgs, run: Path, data_dir: str | None) -> tuple[lis
     return load_pairs(corpus, args.split, src, tgt, data_dir), f"{corpus} {args.split} {src}->{tgt}"
 
 
-with_parameters(
-    evaluate, field_parameters(EvaluateArgs) + decode_parameters(ONE_BEST)
-)  # one hypothesis a line is scored
+with_parameters(  # one hypothesis a line is scored
+    evaluate, field_parameters(EvaluateArgs) + request_parameters(("case",)) + decode_parameters(ONE_BEST)
+)
 
 
 def score(

@@ -12,10 +12,12 @@ from seq2seq.files.writing import LineWriter
 GROUP_BATCHES = 8  # a streamed group is sorted by length into this many batches (Marian's maxi-batch)
 
 
-def translate_lines(args, texts: list[str] | None, options, views, steer, loading: tuple) -> None:
+def translate_lines(
+    args, texts: list[str] | None, options, views, steer, loading: tuple, policy: dict
+) -> None:
     """Translate `texts` (None: --input's lines, or standard input's) with `options`, writing to
     args.output as they come; `loading`, the run, device and quantization to load the model from
-    once the output is open."""
+    once the output is open; `policy`, the request's case and avoid_exact."""
     from seq2seq.runs.load import load_run
     from seq2seq.stream.lines import LineTranslator
 
@@ -25,7 +27,7 @@ def translate_lines(args, texts: list[str] | None, options, views, steer, loadin
     with LineWriter(args.output) as writer:
         run, device, quantize = loading
         model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
-        translator = LineTranslator(model, tokenizer, options, steer, views, confidence_of(args, run))
+        translator = LineTranslator(model, tokenizer, options, steer, views, confidence_of(args, run), policy)
         for notice in translator.notices(len(texts) if texts else None):
             display.warn(notice)
         if live:

@@ -144,6 +144,21 @@ def decoding(given: dict) -> DecodeOptions:
     return chosen(values, given.pop("greedy", False))
 
 
+POLICY = ("case", "avoid_exact")  # a request's fields that are options of the commands that translate
+
+
+def request_parameters(names: tuple[str, ...] = POLICY) -> list[inspect.Parameter]:
+    """The options of the TranslationRequest fields `names` (request/request.py declares them)."""
+    from seq2seq.request.request import TranslationRequest
+
+    return field_parameters(TranslationRequest, names)
+
+
+def request_policy(given: dict, names: tuple[str, ...] = POLICY) -> dict:
+    """The request fields of `request_parameters(names)`, taken out of `given`."""
+    return {name: given.pop(name) for name in names if name in given}
+
+
 DEVICE = decode_option("device", TrainConfig)  # the device a run trains on is the one it decodes on
 
 
@@ -172,3 +187,24 @@ def run_dir(run: Path | None, corpus: str = "multi30k", src: str = "en", tgt: st
     from seq2seq.data.corpus import corpus_name
 
     return run or Path("runs") / f"{corpus_name(corpus)}-{src}-{tgt}"
+
+
+# the library names a request's fields (request/request.py's FieldError); the command line spells
+# each as its flag, here and nowhere else (a field not named here: --its-name)
+FLAGS = {
+    "lines": "TEXT",
+    "prefixes": "--prefix",
+    "include": "--constraint",
+    "per_line": "--constraints-file",
+    "trace": "--beam-trace",
+    "bf16": "--bf16",
+}
+
+
+def spelled(error: Exception) -> str:
+    """A library error in the command line's words: the fields it names as flags."""
+    fields = getattr(error, "fields", None)
+    if not fields:
+        return str(error)
+    flags = [FLAGS.get(name, "--" + name.replace("_", "-")) for name in fields]
+    return f"Invalid value for {', '.join(repr(f) for f in flags)}: {error.message}"

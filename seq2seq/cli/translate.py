@@ -20,12 +20,13 @@ from seq2seq.cli.options import (
     decoding,
     field_parameters,
     one_of,
+    request_parameters,
+    request_policy,
     run_dir,
     taken,
     with_parameters,
 )
 from seq2seq.documents.formats import format_of
-from seq2seq.errors import OptionError
 from seq2seq.fields import option
 from seq2seq.files.reading import arguments
 from seq2seq.files.writing import Outputs
@@ -90,7 +91,7 @@ class TranslateArgs:
             self.input, self.prefix_file, self.constraints_file, self.glossary, run=run,
             stdin=self.input is None and not text,
         )  # fmt: skip
-        outputs.claim_options(self, "--output", "--attention-png", "--attention-html", "--beam-trace")
+        outputs.claim_fields(self, "output", "attention_png", "attention_html", "beam_trace")
         return outputs
 
 
@@ -105,31 +106,19 @@ def translate(
 ):
     """Translate sentences: exactly one output line per input line, in order. From a terminal with
     no TEXT or --input: a prompt, a translation per line entered (an empty line or Ctrl-D ends)."""
-    args, run = taken(TranslateArgs, given), run_dir(run)
+    args, run, policy = taken(TranslateArgs, given), run_dir(run), request_policy(given)
     views = Views.of(args, run, args.outputs(run, text), display.attention_heatmap, display.warn)
     options = decoding(given)
     check_precision(quantize, options.bf16)
     document = format_of(args.input, args.format)
     if document != "lines":
-        return translate_document_file(args, text, document, options, run, device, quantize, views)
-    if args.beam_trace is not None and options.sample:
-        raise OptionError("--beam-trace", "records beam search; --sample has no beam")
-    check_confidence(args.confidence, options)
+        return translate_document_file(args, text, document, options, run, (device, quantize), views, policy)
+    if args.confidence is not None:
+        from seq2seq.stream.lines import CONFIDENCE
+
+        one_of(args.confidence, CONFIDENCE, "--confidence")
     steer, texts = Steer.of(args, arguments(text) if text else None, options)
-    translate_lines(args, texts, options, views, steer, (run, device, quantize))
+    translate_lines(args, texts, options, views, steer, (run, device, quantize), policy)
 
 
-with_parameters(translate, field_parameters(TranslateArgs) + decode_parameters())
-
-
-def check_confidence(confidence: str | None, options) -> None:
-    """--confidence is one of its forms, and checks one translation a line."""
-    from seq2seq.stream.lines import CONFIDENCE
-
-    if confidence is None:
-        return
-    one_of(confidence, CONFIDENCE, "--confidence")
-    if options.nbest > 1 or options.num_samples > 1:
-        raise OptionError(
-            "--confidence", "checks the one translation of each line; not with --nbest or --num-samples"
-        )
+with_parameters(translate, field_parameters(TranslateArgs) + request_parameters() + decode_parameters())

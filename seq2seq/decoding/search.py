@@ -33,6 +33,7 @@ __all__ = [  # what search's callers import from here
     "Terms",
     "Translations",
     "beam_search",
+    "decode",
     "greedy",
     "length_notices",
     "max_lengths",
@@ -40,6 +41,7 @@ __all__ = [  # what search's callers import from here
     "output_room",
     "search",
     "search_in_batches",
+    "searchable",
     "source_ids",
     "translate",
 ]
@@ -71,7 +73,8 @@ def translate(
     (`is_blank`, or no pieces at all) gives an empty translation without touching the model.
     `prefixes`: one per line, the text its translation starts with ("" for none). `trace`: keep
     each line's beam (beam search, also at beam 1), in `Translations.traces`. `constraints`: one
-    per line, the terms its translation must hold and must not (beam search)."""
+    per line, the terms its translation must hold and must not (beam search). The search alone:
+    `seq2seq.translate` (request/) runs a whole request, case and checks included."""
     options.check_for(model.cfg.vocab_size, output_limit(model))
     if trace and options.sample:
         raise Seq2SeqError("a beam trace records beam search; sampling has no beam to record")
@@ -82,16 +85,38 @@ def translate(
         raise Seq2SeqError(f"a prefix is longer than max-len {options.max_len}: raise it, or shorten it")
     banked = constraint_ids(tokenizer, constraints, len(lines), options.beam, output_room(model, options))
     ids, truncated = source_ids(model, tokenizer, lines)
-    nbest: list[list[tuple[str, float]]] = [[] for _ in lines]
-    tokens: list[list[int]] = [[] for _ in lines]
+    return decode(model, tokenizer, ids, searchable(lines, ids), options, forced, trace, banked, truncated)
+
+
+def searchable(lines: list[str], ids: list[list[int]]) -> list[int]:
+    """The lines a search reads: not blank, and not reduced by the tokenizer to no pieces at all
+    (the model would read EOS alone)."""
+    return [i for i, line in enumerate(lines) if not is_blank(line) and len(ids[i]) > 1]
+
+
+@torch.inference_mode()
+def decode(
+    model: Seq2SeqModel,
+    tokenizer,
+    ids: list[list[int]],
+    todo: list[int],
+    options: DecodeOptions,
+    forced: list[list[int]] | None = None,
+    trace: bool = False,
+    banked: list[LineConstraints | None] | None = None,
+    truncated: int = 0,
+) -> Translations:
+    """The lines `todo` of the source pieces `ids` (each ended with EOS) searched and detokenized,
+    every other line the empty translation; `forced` and `banked`, each line's prefix and terms as
+    pieces, checked already (`translate` checks them; so does a request, request/)."""
+    nbest: list[list[tuple[str, float]]] = [[] for _ in ids]
+    tokens: list[list[int]] = [[] for _ in ids]
     traces: dict[int, list[dict]] | None = {} if trace else None
-    # a line the tokenizer reduces to no pieces is blank too: the model would read EOS alone
-    todo = [i for i, line in enumerate(lines) if not is_blank(line) and len(ids[i]) > 1]
     for i, sentence_hyps in search_in_batches(model, ids, todo, options, forced, traces, banked):
         texts = tokenizer.decode([h.tokens for h in sentence_hyps])
         nbest[i] = [(text, h.score) for text, h in zip(texts, sentence_hyps, strict=True)]
         tokens[i] = sentence_hyps[0].tokens
-    kept = None if traces is None else [traces.get(i, []) for i in range(len(lines))]
+    kept = None if traces is None else [traces.get(i, []) for i in range(len(ids))]
     return Translations(nbest, tokens, truncated, kept)
 
 

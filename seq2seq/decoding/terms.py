@@ -9,6 +9,7 @@ turned into target pieces (`constraint_ids`) for the search (constraints.py).
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from weakref import WeakKeyDictionary
 
 import torch
@@ -41,21 +42,20 @@ def constraint_ids(
     for number, line in enumerate(terms, start=1):
         include = _phrases(tokenizer, line.include, number)
         avoid = _phrases(tokenizer, line.avoid, number)
+        include = _outermost(include)
         if len(include) >= beam:
             raise Seq2SeqError(
                 f"line {number} has {len(include)} constraints; a beam of {beam} holds at most {beam - 1}: "
-                "raise --beam"
+                "raise the beam"
             )
         for (text, phrase), (bad, banned) in ((a, b) for a in include.items() for b in avoid.items()):
-            if any(phrase[i : i + len(banned)] == banned for i in range(len(phrase))):
-                raise Seq2SeqError(
-                    f"line {number}: the constraint {text!r} holds {bad!r}, which --avoid forbids"
-                )
+            if holds(phrase, banned):
+                raise Seq2SeqError(f"line {number}: the constraint {text!r} holds {bad!r}, a term to avoid")
         found = LineConstraints(tuple(include.values()), tuple(avoid.values()), joins)
         if found.pieces > limit:
             raise Seq2SeqError(
                 f"line {number}'s constraints take {found.pieces} pieces, above the longest output "
-                f"({limit}; see --max-len)"
+                f"({limit}; see max-len)"
             )
         out.append(found if include or avoid else None)
     return out
@@ -75,11 +75,32 @@ def word_joins(tokenizer) -> torch.Tensor:
 _JOINS: WeakKeyDictionary = WeakKeyDictionary()  # tokenizer -> its word_joins
 
 
+def _outermost(phrases: dict[str, Phrase]) -> dict[str, Phrase]:
+    """The phrases no other phrase holds: a translation that meets "voiture de sport" holds
+    "voiture", which is then not inserted a second time."""
+    return {
+        text: ids
+        for text, ids in phrases.items()
+        if not any(other != ids and holds(other, ids) for other in phrases.values())
+    }
+
+
+def holds(phrase: Phrase, part: Phrase) -> bool:
+    """Whether the pieces `part` stand in `phrase`, in a row."""
+    n = len(part)
+    return any(phrase[i : i + n] == part for i in range(len(phrase) - n + 1))
+
+
+def term_ids(tokenizer, text: str) -> Phrase:
+    """A term's target pieces."""
+    return tuple(tokenizer.encode([text], "target")[0])
+
+
 def _phrases(tokenizer, texts: tuple[str, ...], number: int) -> dict[str, Phrase]:
     """text -> its target pieces, each phrase once."""
     phrases: dict[str, Phrase] = {}
     for text in texts:
-        ids = tuple(tokenizer.encode([text], "target")[0])
+        ids = term_ids(tokenizer, text)
         if not ids or UNK_ID in ids:
             why = "is blank" if not ids else "holds characters the tokenizer has no piece for"
             raise Seq2SeqError(f"line {number}: the constraint {text[:40]!r} {why}")
@@ -112,7 +133,8 @@ def constraints_line(text: str, where: str) -> Terms:
 @dataclass(frozen=True)
 class Glossary:
     """Source term -> target term: a line whose source holds the source term (as whole words,
-    optionally ignoring case) must hold the target term."""
+    optionally ignoring case) must hold the target term. Where source terms overlap ("car",
+    "sports car") the longest match wins, leftmost first, and its target alone is asked for."""
 
     entries: tuple[tuple[str, str], ...]
     ignore_case: bool = False
@@ -131,15 +153,28 @@ class Glossary:
             entries.append((source.strip(), target.strip()))
         return cls(tuple(entries), ignore_case)
 
-    def terms(self, line: str) -> tuple[str, ...]:
-        """The target terms of the source terms `line` holds, in the glossary's order, once each."""
+    @cached_property
+    def _matcher(self) -> tuple[re.Pattern, dict[str, str]]:
+        """One pattern for every source term, the longest first (an alternation takes the first
+        that matches at a position), and each source's target by its matched text (the first
+        entry's where two spell one source)."""
+        key = str.casefold if self.ignore_case else str
+        targets: dict[str, str] = {}
+        for source, target in self.entries:
+            targets.setdefault(key(source), target)
+        sources = sorted({source for source, _ in self.entries}, key=len, reverse=True)
+        alternatives = "|".join(map(re.escape, sources))
         flags = re.IGNORECASE if self.ignore_case else 0
-        found = [
-            target
-            for source, target in self.entries
-            if re.search(rf"(?<!\w){re.escape(source)}(?!\w)", line, flags)
-        ]
-        return tuple(dict.fromkeys(found))
+        return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", flags), targets
+
+    def terms(self, line: str) -> tuple[str, ...]:
+        """The target terms of the source terms `line` holds, in the line's order, once each."""
+        if not self.entries:
+            return ()
+        pattern, targets = self._matcher
+        key = str.casefold if self.ignore_case else str
+        found = (targets.get(key(m.group())) for m in pattern.finditer(line))
+        return tuple(dict.fromkeys(t for t in found if t is not None))
 
 
 def line_terms(

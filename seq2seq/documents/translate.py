@@ -1,16 +1,14 @@
-"""`seq2seq.translate_document`: a document in, the same document translated out. Its format
-(formats.py) gives the runs of text to translate, each with its inline markup (markup.py); every
-run is cut into sentences (sentences.py), all the document's sentences are translated together in
-one call (length-sorted batches, as lines are), and each run is put back with the spacing between
-its sentences and its markup placed through the alignment of each sentence with its translation.
+"""A document read and written back: its format (formats.py) gives the runs of text to translate,
+each with its inline markup (markup.py); every run is cut into sentences (sentences.py, `prepare`),
+which a request translates together (request/: length-sorted batches, as lines are), and each run
+is put back with the spacing between its sentences and its markup placed through the alignment of
+each sentence with its translation (`written`).
 """
 
 from dataclasses import dataclass, field
 
 from seq2seq.alignment.methods import Method
-from seq2seq.decoding.options import DecodeOptions
 from seq2seq.documents import formats
-from seq2seq.documents.case import folded, restored
 from seq2seq.documents.markup import Run, place
 from seq2seq.documents.sentences import fitted, split
 from seq2seq.errors import Seq2SeqError
@@ -62,35 +60,16 @@ def prepare(model, tokenizer, text: str, format: str, lang: str = "en") -> Prepa
     return Prepared(layout, cuts, sentences, long)
 
 
-def translate_document(
-    model,
-    tokenizer,
-    text: str,
-    format: str,
-    options: DecodeOptions | None = None,
-    method=None,
-    lang: str = "en",
+def written(
+    model, tokenizer, prepared: Prepared, read: list[str], found, result, method=None
 ) -> TranslatedDocument:
-    """Translate `text` of `format` (text, markdown, html or srt) with `options`; inline markup is
-    placed through the alignment `method` (default: `seq2seq.align`'s; the `seq2seq translate` and
-    `serve` commands give the run's alignment layer where it has one: it places tags best); the
-    sentences are cut by the rules of `lang`, the source language (the commands give the run's)."""
-    return translate_prepared(
-        model, tokenizer, prepare(model, tokenizer, text, format, lang), options, method
-    )
-
-
-def translate_prepared(
-    model, tokenizer, prepared: Prepared, options: DecodeOptions | None = None, method=None
-) -> TranslatedDocument:
-    """A prepared document's sentences translated together, and the document written back."""
-    from seq2seq.decoding.search import translate
-
-    options, method = options or DecodeOptions(), method or Method()
+    """The document written back from its sentences' translations: `read`, the sentences as the
+    model read them, `found` its Translations of them and `result` the same as printed (in each
+    sentence's case); each run put back with the spacing between its sentences and its markup
+    placed through the alignment `method` of what the model read and wrote (default:
+    `seq2seq.align`'s)."""
+    method = method or Method()
     layout, cuts, sentences = prepared.layout, prepared.cuts, prepared.sentences
-    read, cases = folded(sentences)  # ALL-CAPS and Title-Case sentences read in sentence case
-    found = translate(model, tokenizer, read, options)
-    result = restored(found, cases)
     links = _links(model, tokenizer, layout.runs, cuts, read, found.best, method)
     out, unplaced, at = [], 0, 0
     for run, spans in zip(layout.runs, cuts, strict=True):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import FieldError, Seq2SeqError
 from seq2seq.files.reading import ReaderLeft, is_regular
 
 
@@ -35,43 +35,44 @@ class Outputs:
         self.stdin = _stdin_file() if stdin else None
         self.claimed: dict[tuple, str] = {}  # what each claimed file is -> the option that claimed it
 
-    def claim_options(self, args, *flags: str) -> None:
-        """`claim` each of `flags` with the path a command's options (`args`, a dataclass whose
-        field is the flag's name: --attention-png, attention_png) hold for it."""
-        for flag in flags:
-            self.claim(flag, getattr(args, flag.removeprefix("--").replace("-", "_")))
+    def claim_fields(self, args, *names: str) -> None:
+        """`claim` each of the fields `names` of a command's options (`args`, a dataclass) with the
+        path it holds."""
+        for name in names:
+            self.claim(name, getattr(args, name))
 
-    def claim(self, flag: str, path: Path | None) -> Path | None:
-        """Check `path` as what `flag` writes; the same path back."""
+    def claim(self, name: str, path: Path | None) -> Path | None:
+        """Check `path` as what the field `name` writes; the same path back."""
         if path is None:
             return None
         if os.path.isdir(path):
-            raise Seq2SeqError(f"cannot write {flag} {path}: it is a directory")
-        self._not_an_input(flag, path)
+            raise FieldError(name, f"cannot write {path}: it is a directory")
+        self._not_an_input(name, path)
         real = Path(os.path.realpath(path))
         for run in self.runs:
             if real == run or run in real.parents:
-                raise Seq2SeqError(
-                    f"{flag} {path} lies inside the run directory {run}, which holds only the run's "
-                    "own files; write it elsewhere"
+                raise FieldError(
+                    name,
+                    f"{path} lies inside the run directory {run}, which holds only the run's own files; "
+                    "write it elsewhere",
                 )
         if not real.parent.is_dir():
-            raise Seq2SeqError(f"cannot write {flag} {path}: the folder {path.parent} does not exist")
+            raise FieldError(name, f"cannot write {path}: the folder {path.parent} does not exist")
         key = _identity(path, real)
         if key is not None:
             if key in self.claimed:
-                raise Seq2SeqError(f"{flag} {path} is also {self.claimed[key]}'s file; give each its own")
-            self.claimed[key] = flag
+                raise FieldError((name, self.claimed[key]), f"{path} is the file of both; give each its own")
+            self.claimed[key] = name
         return path
 
-    def _not_an_input(self, flag: str, path: Path) -> None:
+    def _not_an_input(self, name: str, path: Path) -> None:
         if not is_regular(path):
             return
         same = [str(p) for p in self.inputs if os.path.samefile(path, p)]
         if not same and self.stdin is not None and os.path.samestat(self.stdin, os.stat(path)):
             same = ["standard input"]
         if same:
-            raise Seq2SeqError(f"{flag} {path} is also an input ({same[0]}); write to another file")
+            raise FieldError(name, f"{path} is also an input ({same[0]}); write to another file")
 
 
 def _identity(path: Path, real: Path) -> tuple | None:

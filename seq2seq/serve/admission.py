@@ -23,6 +23,7 @@ from starlette.requests import Request
 
 from seq2seq.data.batch import pad
 from seq2seq.decoding.options import MAX_SAMPLES, DecodeOptions, chosen
+from seq2seq.decoding.prefix import prefix_ids
 from seq2seq.decoding.search import max_lengths, output_limit, source_ids
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve.batcher import Batcher, Job, rows_per_line
@@ -30,12 +31,22 @@ from seq2seq.serve.guard import refuse
 
 
 def request_work(
-    model, tokenizer, lines: list[str], options: DecodeOptions, prefixes: list[list[int]] | None = None
+    model, tokenizer, lines: list[str], options: DecodeOptions, prefixes: list[str] | None = None
 ) -> int:
     """Lines x beam (or samples) x output pieces at most, for `lines` decoded with `options` (and
-    their prefixes' pieces): the output limits the search itself sets (`max_lengths`)."""
+    their prefixes): the output limits the search itself sets (`max_lengths`)."""
     ids, _ = source_ids(model, tokenizer, lines)
-    lens = None if prefixes is None else torch.tensor([len(p) for p in prefixes])
+    forced = None if prefixes is None else prefix_ids(tokenizer, prefixes, len(lines), output_limit(model))
+    return work_of(model, ids, options, forced)
+
+
+def plan_work(model, plan) -> int:
+    """`request_work` of a checked request (request/plan.py's Plan): its pieces, tokenized once."""
+    return work_of(model, plan.ids, plan.options, plan.forced)
+
+
+def work_of(model, ids: list[list[int]], options: DecodeOptions, forced: list[list[int]] | None) -> int:
+    lens = None if forced is None else torch.tensor([len(p) for p in forced])
     return rows_per_line(options) * int(max_lengths(pad(ids), options, output_limit(model), lens).sum())
 
 

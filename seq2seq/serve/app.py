@@ -70,11 +70,11 @@ def create_app(
     limits = limits_of(tokenizer, max_lines, max_chars, max_work, max_queue, request_timeout)
     if beam > limits["max_beam"]:  # else every request that names no beam would be refused
         raise Seq2SeqError(f"--beam {beam} is above this server's limit of {limits['max_beam']}")
-    batcher = Batcher(model, tokenizer, max_batch, max_wait_ms, on_batch, markup)
+    calibration = calibration or Calibration.read()
+    batcher = Batcher(model, tokenizer, max_batch, max_wait_ms, on_batch, markup, calibration)
     info = run_info | {"limits": limits, "defaults": {"beam": beam}}
     info["batching"] = {"max_batch": max_batch, "max_wait_ms": max_wait_ms}
     json_thread = ThreadPoolExecutor(JSON_THREADS, thread_name_prefix="seq2seq-json")
-    calibration = calibration or Calibration.read()
     served = Served(model, tokenizer, batcher, info, beam, limits, json_thread, page(), calibration)
     app = FastAPI(
         title="seq2seq",

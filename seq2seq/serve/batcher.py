@@ -23,8 +23,8 @@ from dataclasses import astuple, dataclass, replace
 
 from seq2seq.allocator import release_freed_memory
 from seq2seq.decoding.attention import attention_batch
-from seq2seq.decoding.search import DecodeOptions, Translations, source_ids, translate
-from seq2seq.documents.translate import translate_prepared
+from seq2seq.decoding.search import DecodeOptions
+from seq2seq.request.translator import Translator
 from seq2seq.trust.signals import check_pairs
 
 IDLE_SECONDS = 1.0
@@ -35,16 +35,15 @@ MAX_WAIT_SECONDS = 10.0  # a batch waits for company at most this long, whatever
 class Job:
     """One request: its lines, how to decode them, and where its answer goes."""
 
-    work: str  # "translate": Translations; "attention": list[AttentionMaps]; "check": list[Signals];
-    # "document": a TranslatedDocument
+    work: str  # "translate": a request's Answer (request/); "attention": list[AttentionMaps];
+    # "check": list[Signals]
     lines: list[str]
     options: DecodeOptions
     translations: list[str] | None = None  # attention of given (forced) translations
-    prefixes: list[str] | None = None  # the text each line's translation starts with
-    terms: list | None = None  # "translate": each line's constraints (decoding/terms.py's Terms)
+    prefixes: list[str] | None = None  # "attention": the text its translation starts with
     alternatives: int = 0  # "attention": the alternatives at each output position, that many
     trace: bool = False  # "attention": the beam's record too
-    document: object = None  # "document": documents/translate.py's Prepared (`lines`: its sentences)
+    plan: object = None  # "translate": the request checked (request/plan.py; `lines`: what it reads)
     future: Future | None = None
     arrived: float = 0.0  # time.monotonic() when queued
 
@@ -55,7 +54,8 @@ class Job:
 
     def key(self) -> tuple:
         """Jobs with equal keys are decoded together in one call."""
-        given = self.translations is not None, self.prefixes is not None, self.terms is not None
+        steered = (self.plan.forced is not None, self.plan.banked is not None) if self.plan else ()
+        given = self.translations is not None, self.prefixes is not None, *steered
         return self.work, *given, self.alternatives, self.trace, astuple(self.options)
 
 
@@ -75,9 +75,11 @@ class Batcher:
         max_wait_ms: float = 5.0,
         on_batch: Callable[[str, int], None] | None = None,
         markup=None,
+        calibration=None,
     ):
         self.model, self.tokenizer = model, tokenizer
-        self.markup = markup  # how a document's tags are placed (an alignment Method; None: align's)
+        # the one entry point of a request; `markup`: how a document's tags are placed
+        self.translator = Translator(model, tokenizer, calibration, markup)
         self.max_batch, self.max_wait = max_batch, min(max_wait_ms / 1000, MAX_WAIT_SECONDS)
         self.on_batch = on_batch  # called with (work, sentences) before each model call: tests count them
         self.queue: queue.Queue[Job | None] = queue.Queue()
@@ -203,15 +205,10 @@ class Batcher:
                 self.on_batch(jobs[0].work, len(lines))
             first = jobs[0]
             prefixes = None if first.prefixes is None else [p for job in jobs for p in job.prefixes]
-            if first.work == "translate":
-                terms = None if first.terms is None else [t for job in jobs for t in job.terms]
-                result = translate(self.model, self.tokenizer, lines, options, prefixes, constraints=terms)
-                answers = self._split_translations(result, jobs)
-            elif first.work == "document":  # each its own call: a document is written back whole
-                answers = [
-                    translate_prepared(self.model, self.tokenizer, j.document, options, self.markup)
-                    for j in jobs
-                ]
+            if first.work == "translate":  # one search, then each request finished as its own
+                plans = [job.plan for job in jobs]
+                found = self.translator.search(plans, self.max_batch)
+                answers = [self.translator.finish(p, f) for p, f in zip(plans, found, strict=True)]
             elif first.work == "check":
                 forced = [t for job in jobs for t in job.translations]
                 answers = _split(
@@ -234,16 +231,6 @@ class Batcher:
         self.work_per_second = rate if not seen else 0.8 * seen + 0.2 * rate
         for job, answer in zip(jobs, answers, strict=True):
             job.future.set_result(answer)
-
-    def _split_translations(self, result: Translations, jobs: list[Job]) -> list[Translations]:
-        """Each job's lines of a batch's Translations, with its own count of truncated lines."""
-        nbest, tokens = _split(result.nbest, jobs), _split(result.tokens, jobs)
-        return [
-            Translations(
-                n, t, source_ids(self.model, self.tokenizer, job.lines)[1] if result.truncated else 0
-            )
-            for job, n, t in zip(jobs, nbest, tokens, strict=True)
-        ]
 
 
 def _groups(jobs: list[Job]) -> list[list[Job]]:

@@ -49,11 +49,30 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Seq2SeqError)
     async def bad_input(_request, error: Seq2SeqError) -> JSONResponse:
-        return failure(422, str(error))
+        return failure(422, spelled(error))
 
     @app.exception_handler(Exception)
     async def bug(_request, error: Exception) -> JSONResponse:  # logged by the server, never sent
         return failure(500, f"internal error ({type(error).__name__}); the server keeps serving")
+
+
+# the library names a request's fields (request/request.py's FieldError); a body names them thus,
+# here and nowhere else (a field not named here: its own name)
+NAMES = {
+    "lines": "text",
+    "prefixes": "prefix",
+    "include": "constraints",
+    "per_line": "constraints",
+    "trace": "beam_trace",
+}
+
+
+def spelled(error: Exception) -> str:
+    """A library error in the body's words: the fields it names as JSON names."""
+    fields = getattr(error, "fields", None)
+    if not fields:
+        return str(error)
+    return f"{', '.join(dict.fromkeys(NAMES.get(f, f) for f in fields))}: {error.message}"
 
 
 def failure(status: int, message: str, headers: dict | None = None) -> JSONResponse:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from seq2seq.decoding.alternatives import MAX_ALTERNATIVES
 from seq2seq.decoding.options import GREEDY_HELP, SERVED, DecodeOptions
 from seq2seq.fields import option_default
+from seq2seq.request.request import CASES, FORMATS, TranslationRequest
 
 
 def decode_field(f, hint) -> tuple:
@@ -26,6 +27,12 @@ def decode_field(f, hint) -> tuple:
 def decode_fields(names: tuple[str, ...]) -> dict:
     hints = get_type_hints(DecodeOptions)
     return {f.name: decode_field(f, hints[f.name]) for f in fields(DecodeOptions) if f.name in names}
+
+
+def request_field(name: str):
+    """The body field of a TranslationRequest option (request/request.py declares it)."""
+    f = next(f for f in fields(TranslationRequest) if f.name == name)
+    return Field(f.default, description=f.metadata["help"])
 
 
 STRICT = ConfigDict(extra="forbid", strict=True)
@@ -50,7 +57,9 @@ class TranslateRequest(DecodeFields):
     )
     avoid: list[str] | None = Field(None, description="Terms no translation may hold (beam search).")
     confidence: bool = Field(False, description="Also how far to trust each translation, as /check answers.")
-    format: Literal["lines", "text", "markdown", "html", "srt"] = Field(
+    case: Literal[CASES] = request_field("case")
+    avoid_exact: bool = request_field("avoid_exact")
+    format: Literal[FORMATS] = Field(
         "lines",
         description="lines: a translation a line of `text`; text (paragraphs), markdown, html or srt: "
         "`text` is one document, translated whole with its structure (as `seq2seq translate --format`).",

@@ -9,13 +9,13 @@ from fastapi.responses import HTMLResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 
 from seq2seq.decoding.options import GREEDY, SERVED, chosen
-from seq2seq.decoding.prefix import prefix_ids
-from seq2seq.decoding.search import DecodeOptions, Translations, output_limit, output_room
-from seq2seq.decoding.terms import Terms, constraint_ids
-from seq2seq.documents.case import folded, restored
-from seq2seq.errors import Seq2SeqError
+from seq2seq.decoding.search import DecodeOptions, output_limit
+from seq2seq.decoding.terms import Terms
+from seq2seq.errors import FieldError, Seq2SeqError
+from seq2seq.request.request import TranslationRequest
+from seq2seq.request.translator import Answer
 from seq2seq.serve import chunked_json
-from seq2seq.serve.admission import PARSED, admit, answer, check_work, request_work
+from seq2seq.serve.admission import PARSED, admit, answer, check_work, plan_work, request_work
 from seq2seq.serve.batcher import Batcher, Job
 from seq2seq.serve.errors import REQUEST_ERRORS, errors
 from seq2seq.serve.lines import checked_lines
@@ -74,39 +74,48 @@ class Served:
     def lines(self, text, count: int, what: str = "text", blank: bool = False) -> list[str]:
         return checked_lines(text, count, self.limits["max_chars"], what, blank)
 
-    async def answer(self, http: Request, job: Job, prefixes: list | None):
+    async def answer(self, http: Request, job: Job, work: int | None = None):
         """Admit the job (a refusal costs little before the work is weighed), weigh it, queue it and
         wait for its answer."""
         admit(self.batcher, job.weight, self.limits["max_queue"])
-        work = request_work(self.model, self.tokenizer, job.lines, job.options, prefixes)
+        if work is None:
+            work = request_work(self.model, self.tokenizer, job.lines, job.options, job.prefixes)
         check_work(work, self.limits["max_work"])
         return await answer(http, self.batcher, job, self.limits["request_timeout_s"])
 
-    def prefixes(self, prefix: str | list[str] | None, lines: int) -> tuple[list | None, list | None]:
+    def prefixes(self, prefix: str | list[str] | None, lines: int = 1) -> list[str] | None:
         """The request's prefixes, one a line (one given for all), each a valid line of text (an
-        empty one is no prefix), and their pieces: checked here, before anything is queued."""
+        empty one is no prefix); their pieces are the request check's to make."""
         if prefix is None:
-            return None, None
+            return None
         prefixes = [prefix] * lines if isinstance(prefix, str) else prefix
-        if len(prefixes) != lines:
-            raise Seq2SeqError(f"{lines} lines but {len(prefixes)} prefixes; give one prefix a line")
         for number, text in enumerate(prefixes, start=1):
             if text.strip():
                 self.lines(text, 1, f"prefix {number}")
-        return prefixes, prefix_ids(self.tokenizer, prefixes, lines, output_limit(self.model))
+        return prefixes
 
-    def terms(self, include, avoid, lines: int, asked: DecodeOptions) -> list | None:
-        """Each line's terms (one list given for all, or one a line), checked here as the search
-        would check them, before anything is queued."""
-        if not include and not avoid:
-            return None
-        asked.check_terms()
-        per_line = include if include and isinstance(include[0], list) else [include or []] * lines
-        if len(per_line) != lines:
-            raise Seq2SeqError(f"{lines} lines but {len(per_line)} lists of constraints; give one a line")
-        terms = [Terms(tuple(own), tuple(avoid or ())) for own in per_line]
-        constraint_ids(self.tokenizer, terms, lines, asked.beam, output_room(self.model, asked))
-        return terms
+    def translation_request(self, request: TranslateRequest) -> TranslationRequest:
+        """The body as the library's request: its lines (or document) checked against this server's
+        limits, its fields named as the library names them."""
+        if request.format != "lines":
+            most = self.limits["max_chars"] * self.limits["max_lines"]
+            if isinstance(request.text, str) and len(request.text) > most:
+                raise HTTPException(
+                    413, f"the document has {len(request.text)} characters, above the limit of {most}"
+                )
+            if isinstance(request.text, list):
+                raise FieldError("lines", "a list of lines goes with format lines; a document is one text")
+            lines = [request.text]
+        else:
+            lines = self.lines(request.text, self.limits["max_lines"])
+        include, per_line = request.constraints or (), None
+        if include and isinstance(include[0], list):
+            include, per_line = (), [Terms(tuple(own)) for own in include]
+        return TranslationRequest(
+            lines, self.options(request), self.prefixes(request.prefix, len(lines)), tuple(include),
+            tuple(request.avoid or ()), per_line, case=request.case, avoid_exact=request.avoid_exact,
+            confidence=request.confidence, format=request.format, lang=self.info["src"],
+        )  # fmt: skip
 
 
 def served(http: Request) -> Served:
@@ -117,50 +126,24 @@ def served(http: Request) -> Served:
     "/translate", response_model=TranslateResponse, response_model_exclude_none=True, responses=REQUEST_ERRORS
 )
 async def translate(request: TranslateRequest, http: Request) -> dict:
-    """Translate one sentence or a list: the same output as `seq2seq translate` (n-best with scores)."""
+    """Translate one sentence or a list, or one document: the same output as `seq2seq translate`
+    (n-best with scores), through the library's one request check and entry point."""
     state = served(http)
-    if request.format != "lines":
-        return await document(state, http, request)
-    lines, cases = folded(state.lines(request.text, state.limits["max_lines"]))  # as translate reads them
-    prefixes, pieces = state.prefixes(request.prefix, len(lines))
-    job = Job("translate", lines, state.options(request), prefixes=prefixes)
-    job.terms = state.terms(request.constraints, request.avoid, len(lines), job.options)
-    found: Translations = await state.answer(http, job, pieces)
-    result = restored(found, cases)
+    checked = state.batcher.translator.check(state.translation_request(request))
+    job = Job("translate", checked.read, checked.options, plan=checked)
+    answer: Answer = await state.answer(http, job, plan_work(state.model, checked))
+    if answer.document is not None:
+        done = answer.document
+        return {"document": done.text, "sentences": done.sentences, "notices": done.notices}
+    result = answer.result
     return {
         "translations": result.best,
         # a line the tokenizer reduces to nothing has no hypothesis: the empty one, as the CLI's
         "scores": [hyps[0][1] if hyps else 0.0 for hyps in result.nbest],
         "nbest": [[{"text": t, "score": s} for t, s in hyps or [("", 0.0)]] for hyps in result.nbest],
         "truncated": result.truncated,
-        "confidence": await trusted(state, http, lines, found.best) if request.confidence else None,
+        "confidence": answer.answers,
     }
-
-
-ALONE = ("prefix", "constraints", "avoid")  # what goes with lines, not with a document
-
-
-async def document(state: Served, http: Request, request: TranslateRequest) -> dict:
-    """`text` as one document of `format`, translated whole, as `seq2seq translate --format` does:
-    read and cut into sentences here (a malformed document is refused before anything is queued),
-    its sentences weighed as lines are, then translated together by the worker."""
-    from seq2seq.documents.translate import prepare
-
-    given = [name for name in ALONE if getattr(request, name) is not None]
-    given += [name for name in ("nbest", "confidence") if getattr(request, name) not in (1, False)]
-    if given or not isinstance(request.text, str):
-        what = ", ".join(given) or "a list of lines"
-        raise Seq2SeqError(f"{what} goes with format lines; a document is one text, translated whole")
-    most = state.limits["max_chars"] * state.limits["max_lines"]
-    if len(request.text) > most:
-        raise HTTPException(
-            413, f"the document has {len(request.text)} characters, above the limit of {most}"
-        )
-    prepared = prepare(state.model, state.tokenizer, request.text, request.format, state.info["src"])
-    job = Job("document", prepared.sentences or [""], state.options(request))
-    job.document = prepared
-    done = await state.answer(http, job, None)
-    return {"document": done.text, "sentences": done.sentences, "notices": done.notices}
 
 
 @router.post(
@@ -173,14 +156,14 @@ async def attention(request: AttentionRequest, http: Request) -> Response:
     state = served(http)
     lines = state.lines(request.text, 1)
     forced = None if request.translation is None else state.lines(request.translation, 1, "translation")
-    prefixes, pieces = state.prefixes(request.prefix, 1)
+    prefixes = state.prefixes(request.prefix, 1)
     if forced is not None and (prefixes is not None or request.beam_trace or request.sample):
         raise Seq2SeqError("a given translation is explained as it is: no prefix, beam_trace or sample")
     if request.beam_trace and request.sample:
         raise Seq2SeqError("beam_trace records beam search; sampling has no beam to record")
     job = Job("attention", lines, state.options(request), forced, prefixes)
     job.alternatives, job.trace = request.alternatives, request.beam_trace
-    maps = (await state.answer(http, job, pieces))[0]
+    maps = (await state.answer(http, job))[0]
     # sent as it is built: megabytes of weights are never held whole, nor copied in one call
     body = chunked_json.streamed(state.json_thread, lambda: maps_json(maps, lists=False))
     return StreamingResponse(body, media_type="application/json")
@@ -204,7 +187,7 @@ async def trusted(state: Served, http: Request, sources: list[str], translations
     found = []
     if todo:
         job = Job("check", [sources[i] for i in todo], GREEDY, [translations[i] for i in todo])
-        found = await state.answer(http, job, None)
+        found = await state.answer(http, job)
     return answers(dict(zip(todo, found, strict=True)), blanks, state.calibration)
 
 

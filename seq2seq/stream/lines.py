@@ -2,14 +2,13 @@
 beam recorded, and the maps of its translations made for the views; the command writes the output
 lines and shows the maps. Exactly one output line per input line (with --nbest or --num-samples,
 a line per hypothesis: `index ||| text ||| score`, Moses' and fairseq's n-best format), ALL-CAPS
-and Title-Case lines in their case (documents/case.py); with
+and Title-Case lines in their case (request/case.py); with
 --confidence, each line's translation with its trust (seq2seq/trust): marked text or JSON."""
 
 import json
 from dataclasses import dataclass, field
 
-from seq2seq.decoding.search import DecodeOptions, Translations, length_notices, output_room
-from seq2seq.documents.case import folded, restored
+from seq2seq.decoding.search import DecodeOptions, Translations, length_notices
 from seq2seq.files.reading import one_line
 from seq2seq.stream.steer import Steer
 
@@ -56,66 +55,70 @@ CONFIDENCE = ("marks", "json")
 
 
 class LineTranslator:
-    """A loaded model's translation of input lines, group by group, steered by `steer`; with
-    `views` (their `layer`, `head` and whether a page wants alternatives) each group's maps too;
-    with `confidence` ("marks" or "json", and a trust Calibration) each line's trust."""
+    """A loaded model's translation of input lines, group by group, each group one request
+    (request/) steered by `steer`; with `views` (their `layer`, `head` and whether a page wants
+    alternatives) each group's maps too; with `confidence` ("marks" or "json", and a trust
+    Calibration) each line's trust; `policy`, the request's other fields (case, avoid_exact)."""
 
-    def __init__(self, model, tokenizer, options: DecodeOptions, steer: Steer, views=None, confidence=None):
+    def __init__(
+        self, model, tokenizer, options: DecodeOptions, steer: Steer, views=None, confidence=None, policy=None
+    ):
+        from seq2seq.request.translator import Translator
+
         self.model, self.tokenizer, self.options, self.steer, self.views = (
             model, tokenizer, options, steer, views,
         )  # fmt: skip
-        self.confidence, self.calibration = confidence or (None, None)
+        self.confidence, calibration = confidence or (None, None)
+        self.policy = policy or {}
+        self.translator = Translator(model, tokenizer, calibration)
 
     def notices(self, lines: int | None) -> list[str]:
         """What to say before the first line (an output limit past the model's), after what can be
         checked of the terms (`lines`: the input's count where it is read whole) has been."""
-        if self.steer.terms.given:
-            room = output_room(self.model, self.options)
-            self.steer.terms.check(self.tokenizer, lines, self.options.beam, room)
+        self.steer.terms.check(self.translator, self.options, lines, self.policy)
         return list(length_notices(self.model, self.options))
 
     def translate(self, lines: list[str], first: int) -> Group:
         """Lines `first`.. of the input, translated, recorded, and mapped for the views."""
-        from seq2seq.decoding.search import translate
-
-        prefixes, terms = self.steer.prefixes_of(first, len(lines)), self.steer.terms.of(first, lines)
-        traced = self.steer.trace.path is not None
-        read, cases = folded(lines)  # ALL-CAPS and Title-Case lines read in sentence case
-        found = translate(self.model, self.tokenizer, read, self.options, prefixes, traced, terms)
-        group = Group(first, lines, restored(found, cases), self.options, confidence=self.confidence)
-        if self.confidence is not None:  # of what the model read and wrote
-            from seq2seq.trust.flags import check_translations
-
-            group.answers = check_translations(
-                self.model, self.tokenizer, read, found.best, self.calibration,
-                batch_size=self.options.batch_size,
-            )  # fmt: skip
+        request = self.steer.request(lines, first, self.options, self.policy)
+        request.confidence = self.confidence is not None
+        answer = self.translator.translate(request)
+        checked, found = answer.plan, answer.found
+        group = Group(first, lines, answer.result, self.options, confidence=self.confidence)
+        group.answers = answer.answers
         if found.truncated:
             group.notices.append(
                 f"{found.truncated} of lines {first}-{first + len(lines) - 1} were longer than the "
                 f"model's {self.model.cfg.max_positions - 1} pieces and were truncated"
             )
         if self.views is not None and self.views.wanted:
-            group.maps = self._maps(group.first, read, found, prefixes)
+            group.maps = self._maps(group.first, checked, found, answer.best)
             if group.answers is not None:
                 from seq2seq.trust.flags import piece_marks
 
                 for number, m in group.maps.items():
                     answer = group.answers[number - first]
-                    group.marks[number] = piece_marks(answer, m.source, m.target, self.calibration)
-        if traced:
-            self.steer.trace.add(self.tokenizer, first, lines, prefixes, found.traces, terms)
+                    group.marks[number] = piece_marks(answer, m.source, m.target, self.translator.calibration)
+        if request.trace:
+            self.steer.trace.add(self.tokenizer, first, lines, request.prefixes, found.traces, checked.terms)
         return group
 
-    def _maps(self, first: int, read: list[str], found, prefixes: list[str] | None) -> dict:
-        """The maps of what the model read and wrote (`read`, `found`: the lines from `first`),
-        keyed by line number in the input; a bad --layer/--head is refused before anything of the
-        group is written."""
+    def _maps(self, first: int, checked, found, printed: list[str]) -> dict:
+        """The maps of what the model read and wrote (the lines from `first`), its target pieces
+        in each line's printed case, keyed by line number in the input; a bad layer or head is
+        refused before anything of the group is written."""
         from seq2seq.decoding.attention import check_choice, maps_of_translations
+        from seq2seq.request.case import restore_pieces
 
         alternatives = PAGE_ALTERNATIVES if self.views.html is not None else 0
-        model, tokenizer = self.model, self.tokenizer
-        maps = maps_of_translations(model, tokenizer, read, found, self.options, prefixes, alternatives)
+        model, tokenizer, prefixes = self.model, self.tokenizer, checked.request.prefixes
+        maps = maps_of_translations(
+            model, tokenizer, checked.read, found, self.options, prefixes, alternatives
+        )
+        for number, m in maps.items():  # the translation shown as printed
+            case = checked.cases[number - 1]
+            m.target, m.target_inputs = restore_pieces(m.target, case), restore_pieces(m.target_inputs, case)
+            m.translation = printed[number - 1]
         if maps:
             check_choice(next(iter(maps.values())), self.views.layer, self.views.head)
         return {first - 1 + number: m for number, m in maps.items()}

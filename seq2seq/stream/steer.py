@@ -5,7 +5,7 @@ record (--beam-trace, JSON lines)."""
 import json
 from pathlib import Path
 
-from seq2seq.errors import OptionError
+from seq2seq.errors import FieldError
 from seq2seq.files.reading import line_groups
 from seq2seq.files.writing import write_file
 
@@ -14,7 +14,7 @@ def prefix_lines(prefix: str | None, prefix_file: Path | None) -> list[str] | No
     """--prefix-file's lines (read whole: their count is checked against the input's before any
     line is translated), or None; --prefix is one text for every line, applied per group."""
     if prefix is not None and prefix_file is not None:
-        raise OptionError("--prefix", "give --prefix or --prefix-file, not both")
+        raise FieldError(("prefix", "prefix_file"), "give one, not both")
     return None if prefix_file is None else whole(prefix_file)
 
 
@@ -23,11 +23,11 @@ def whole(path: Path | None) -> list[str]:
     return [line for group in line_groups(path, 1 << 16) for line in group]
 
 
-def check_count(given: list, lines: int, path: Path, flag: str = "--prefix-file") -> None:
+def check_count(given: list, lines: int, path: Path, name: str = "prefix_file") -> None:
     if len(given) != lines:
-        what = "prefix" if flag == "--prefix-file" else "line of constraints"
+        what = "prefix" if name == "prefix_file" else "line of constraints"
         message = f"{path} has {len(given)} lines but the input has {lines}; give one {what} a line"
-        raise OptionError(flag, message)
+        raise FieldError(name, message)
 
 
 class Terms:
@@ -41,7 +41,7 @@ class Terms:
         from seq2seq.decoding.terms import Glossary, constraints_line
 
         if ignore_case and glossary is None:
-            raise OptionError("--ignore-case", "goes with --glossary")
+            raise FieldError("ignore_case", "goes with a glossary")
         self.include, self.avoid, self.path = tuple(include or ()), tuple(avoid or ()), constraints_file
         self.per_line = None
         if constraints_file is not None:
@@ -54,27 +54,24 @@ class Terms:
         )
         self.given = bool(self.include or self.avoid or self.per_line is not None or self.glossary)
 
-    def of(self, first: int, lines: list[str]):
-        """Each line's terms (decoding/terms.py's Terms), or None for the plain search."""
-        from seq2seq.decoding.terms import line_terms
-
-        own = None if self.per_line is None else self.per_line[first - 1 : first - 1 + len(lines)]
-        return line_terms(lines, self.include, self.avoid, own, self.glossary)
-
-    def check(self, tokenizer, lines: int | None, beam: int, limit: int) -> None:
+    def check(self, translator, options, lines: int | None, policy: dict) -> None:
         """What can be checked before any line is translated (`lines`: the input's count, when it
-        is read whole): every term of the file and the command line, and each glossary term
-        beside them (a line's other matches are checked with it, when it comes)."""
-        from seq2seq.decoding.terms import Terms, constraint_ids, line_terms
+        is read whole), by the request's one check: every term of the file and the command line,
+        and each glossary term beside them (a line's other matches are checked with it, when it
+        comes)."""
+        from seq2seq.decoding.terms import Terms as LineTerms
+        from seq2seq.request.request import TranslationRequest
 
+        if not self.given:
+            return
         if self.per_line is not None:
-            check_count(self.per_line, lines, self.path, "--constraints-file")
-        every = self.per_line or [Terms()]
-        constraint_ids(
-            tokenizer, line_terms([""] * len(every), self.include, self.avoid, every), len(every), beam, limit
-        )
+            check_count(self.per_line, lines, self.path, "constraints_file")
+        every = self.per_line or [LineTerms()]
+        blank = [""] * len(every)
+        translator.check(TranslationRequest(blank, options, None, self.include, self.avoid, every, **policy))
         for _, target in self.glossary.entries if self.glossary else ():
-            constraint_ids(tokenizer, line_terms([""], (*self.include, target), self.avoid), 1, beam, limit)
+            asked = TranslationRequest([""], options, None, (*self.include, target), self.avoid, **policy)
+            translator.check(asked)
 
 
 class TraceFile:
@@ -118,6 +115,17 @@ class Steer:
             return self.prefixes[first - 1 : first - 1 + count]
         return None if self.prefix is None else [self.prefix] * count
 
+    def request(self, lines: list[str], first: int, options, policy: dict):
+        """The request of lines `first`.. : their prefixes and terms, and the `policy` fields."""
+        from seq2seq.request.request import TranslationRequest
+
+        terms, trace = self.terms, self.trace.path is not None
+        own = None if terms.per_line is None else terms.per_line[first - 1 : first - 1 + len(lines)]
+        prefixes = self.prefixes_of(first, len(lines))
+        return TranslationRequest(
+            lines, options, prefixes, terms.include, terms.avoid, own, terms.glossary, trace=trace, **policy
+        )
+
     @classmethod
     def of(cls, args, texts: list[str] | None, options) -> tuple["Steer", list[str] | None]:
         """The steering `translate`'s args ask for, and the input's lines (`texts`, or read whole
@@ -125,8 +133,6 @@ class Steer:
         written; else None: streamed)."""
         prefixes = prefix_lines(args.prefix, args.prefix_file)
         terms = Terms(args.constraint, args.avoid, args.constraints_file, args.glossary, args.ignore_case)
-        if terms.given:
-            options.check_terms()
         if prefixes is not None or terms.per_line is not None:
             texts = texts or whole(args.input)
         if prefixes is not None:

@@ -5,7 +5,7 @@ explorer page."""
 from collections.abc import Callable
 from pathlib import Path
 
-from seq2seq.errors import OptionError
+from seq2seq.errors import FieldError
 from seq2seq.files.writing import Outputs, numbered, write_file
 
 PAGE_MB = 50  # an --attention-html page past this many MB gets a notice: browsers grow slow to open it
@@ -44,9 +44,9 @@ class Views:
         """The views `translate`'s args ask for (`terminal`: how --show-attention draws); --layer
         and --head go with a map drawn, and --attention-png with matplotlib, each said before any
         work."""
-        for name, value in (("--layer", args.layer), ("--head", args.head)):
+        for name, value in (("layer", args.layer), ("head", args.head)):
             if value is not None and not (args.show_attention or args.attention_png):
-                raise OptionError(name, "goes with --show-attention or --attention-png")
+                raise FieldError((name, "show_attention", "attention_png"), "goes with a map drawn")
         if args.attention_png is not None:
             from seq2seq.views import plots
 
@@ -99,5 +99,5 @@ class Views:
 
         path = self.path
         if number is not None:
-            path = self.outputs.claim("--attention-png", numbered(self.path, number))
+            path = self.outputs.claim("attention_png", numbered(self.path, number))
         write_file(plots.attention_png(maps, self.layer, self.head), path)

@@ -1,0 +1,168 @@
+"""A request checked as a whole (`plan`): every combination of its fields is refused here in one
+line naming the fields (FieldError), or honoured; what passes is tokenized once (sources, prefixes,
+terms) and read in the case its policy says. Piece ids are lists.
+"""
+
+from dataclasses import dataclass
+
+from seq2seq.data.special import UNK_ID
+from seq2seq.decoding.constraints import LineConstraints, Phrase
+from seq2seq.decoding.prefix import prefix_ids
+from seq2seq.decoding.rules import output_limit, output_room
+from seq2seq.decoding.search import DecodeOptions, fit_sources, searchable
+from seq2seq.decoding.terms import Terms, constraint_ids, holds, line_terms, term_ids
+from seq2seq.errors import FieldError, Seq2SeqError
+from seq2seq.request.case import AS_IS, capital_first, folded
+from seq2seq.request.request import CASES, FORMATS, TranslationRequest
+
+
+@dataclass
+class Plan:
+    """A request checked and tokenized: what the search reads and what it is held to."""
+
+    request: TranslationRequest
+    read: list[str]  # each line as the model reads it (in sentence case where the policy folds)
+    cases: list[str]  # each line's case, restored after the search
+    ids: list[list[int]]  # each line's source pieces, cut to the model's longest source, EOS last
+    todo: list[int]  # the lines searched (the others are blank)
+    truncated: int  # lines cut to the model's longest source
+    forced: list[list[int]] | None  # each line's prefix pieces
+    terms: list[Terms] | None  # each line's terms as given (its glossary's included)
+    banked: list[LineConstraints | None] | None  # each line's terms as pieces, case variants too
+    document: object = None  # documents/translate.py's Prepared: `read` holds its sentences
+
+    @property
+    def options(self) -> DecodeOptions:
+        return self.request.options
+
+    def kept(self, i: int) -> tuple[str, ...]:
+        """The text forced into line i's translation, which its case leaves as it is."""
+        prefix = (self.request.prefixes[i],) if self.request.prefixes is not None else ()
+        return prefix + (self.terms[i].include if self.terms is not None else ())
+
+
+def plan(model, tokenizer, request: TranslationRequest, document=None) -> Plan:
+    """`request` checked as a whole and tokenized (`document`: its text prepared, documents/)."""
+    options, lines = request.options, request.lines
+    _check_request(model, request)
+    if document is not None:
+        lines = document.sentences or [""]
+    n = len(lines)
+    forced = _prefixes(model, tokenizer, request, n)
+    if request.per_line is not None and len(request.per_line) != n:
+        raise FieldError(
+            "per_line", f"{n} lines but {len(request.per_line)} lists of constraints; give one a line"
+        )
+    terms = line_terms(lines, request.include, request.avoid, request.per_line, request.glossary)
+    banked = None
+    if terms is not None:
+        if options.sample or options.beam < 2:
+            raise FieldError(("include", "avoid", "beam"), "terms need beam search (a beam of 2 or more)")
+        banked = _banked(tokenizer, terms, request.avoid_exact, options.beam, output_room(model, options))
+        _fits(forced, banked, output_room(model, options))
+    _no_repeats(banked, options.no_repeat_ngram)
+    if request.case == "auto":
+        read, cases = folded(lines)
+    else:
+        read, cases = list(lines), [AS_IS] * n
+    ids, cut = fit_sources(model, tokenizer.encode(read))
+    return Plan(request, read, cases, ids, searchable(read, ids), sum(cut), forced, terms, banked, document)
+
+
+def _check_request(model, request: TranslationRequest) -> None:
+    """What the fields decide together, before anything is tokenized."""
+    options = request.options
+    if request.case not in CASES:
+        raise FieldError("case", f"must be one of {', '.join(CASES)}, not {request.case!r:.40}")
+    if request.format not in FORMATS:
+        raise FieldError("format", f"must be one of {', '.join(FORMATS)}, not {request.format!r:.40}")
+    options.check_for(model.cfg.vocab_size, output_limit(model))
+    if request.trace and options.sample:
+        raise FieldError(("trace", "sample"), "a beam's record needs beam search; sampling has no beam")
+    if request.confidence and (options.nbest > 1 or options.num_samples > 1):
+        raise FieldError(
+            ("confidence", "nbest", "num_samples"), "checks the one translation of each line, not several"
+        )
+    if request.format != "lines":
+        steering = {
+            "prefixes": request.prefixes is not None, "include": bool(request.include),
+            "avoid": bool(request.avoid), "per_line": request.per_line is not None,
+            "glossary": request.glossary is not None, "confidence": request.confidence,
+            "trace": request.trace, "nbest": options.nbest > 1, "num_samples": options.num_samples > 1,
+        }  # fmt: skip
+        given = tuple(name for name, value in steering.items() if value)
+        if given or len(request.lines) != 1:
+            raise FieldError(given or ("lines",), "goes with lines; a document is one text, translated whole")
+
+
+def _prefixes(model, tokenizer, request: TranslationRequest, n: int) -> list[list[int]] | None:
+    if request.prefixes is None:
+        return None
+    try:
+        forced = prefix_ids(tokenizer, request.prefixes, n, output_limit(model))
+    except Seq2SeqError as e:
+        raise FieldError("prefixes", str(e)) from None
+    most = request.options.max_len
+    if most is not None and max(map(len, forced), default=0) > most:
+        raise FieldError(
+            ("prefixes", "max_len"), f"a prefix is longer than max-len {most}: raise it, or shorten it"
+        )
+    return forced
+
+
+def variants(term: str) -> tuple[str, ...]:
+    """A term to avoid as users mean it: as written, in lower case, Capitalized and in UPPER case."""
+    return tuple(dict.fromkeys((term, term.lower(), capital_first(term), term.upper())))
+
+
+def _banked(tokenizer, terms: list[Terms], exact: bool, beam: int, room: int) -> list[LineConstraints | None]:
+    """Each line's terms as pieces, checked (`constraint_ids`); a term to avoid in its case
+    variants too (unless `exact`), each that the tokenizer can spell and no term to include holds."""
+    if not exact:
+        terms = [Terms(t.include, _with_variants(tokenizer, t)) for t in terms]
+    try:
+        return constraint_ids(tokenizer, terms, len(terms), beam, room)
+    except Seq2SeqError as e:
+        raise FieldError(("include", "avoid"), str(e)) from None
+
+
+def _with_variants(tokenizer, terms: Terms) -> tuple[str, ...]:
+    included = [term_ids(tokenizer, t) for t in terms.include]
+    out = list(terms.avoid)
+    for term in terms.avoid:
+        for variant in variants(term)[1:]:
+            ids = term_ids(tokenizer, variant)
+            if ids and UNK_ID not in ids and not any(holds(phrase, ids) for phrase in included):
+                out.append(variant)
+    return tuple(dict.fromkeys(out))
+
+
+def _fits(forced: list[list[int]] | None, banked: list, room: int) -> None:
+    """A prefix and the terms after it need room for both."""
+    for number, (prefix, line) in enumerate(zip(forced or [[]] * len(banked), banked, strict=True), 1):
+        need = len(prefix) + (line.pieces if line is not None else 0)
+        if line is not None and prefix and need > room:
+            raise FieldError(
+                ("prefixes", "include", "max_len"),
+                f"line {number}'s prefix and terms take {need} pieces, above the longest output ({room})",
+            )
+        if line is not None and prefix:
+            _prefix_avoids(number, prefix, line.avoid)
+
+
+def _prefix_avoids(number: int, prefix: list[int], avoid: tuple[Phrase, ...]) -> None:
+    if any(holds(tuple(prefix), phrase) for phrase in avoid):
+        raise FieldError(("prefixes", "avoid"), f"line {number}'s prefix holds a term to avoid")
+
+
+def _no_repeats(banked: list[LineConstraints | None] | None, n: int) -> None:
+    """A term that repeats an n-gram of `n` pieces: no search could both force and forbid it (a
+    prefix is forced as it is, as CTranslate2 forces one)."""
+    for number, line in enumerate(banked or [], start=1):
+        for phrase in line.include if n >= 1 and line is not None else ():
+            grams = [phrase[k : k + n] for k in range(len(phrase) - n + 1)]
+            if len(set(grams)) < len(grams):
+                raise FieldError(
+                    ("include", "no_repeat_ngram"),
+                    f"line {number}'s term repeats an n-gram of {n} pieces, which no-repeat-ngram forbids",
+                )
