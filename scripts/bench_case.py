@@ -1,7 +1,8 @@
 """ALL-CAPS and Title-Case input: test_2016's sources and references upper-cased (and each word's
-first letter a capital), translated as `seq2seq translate` translates lines (seq2seq/stream, which
-reads such lines in sentence case and writes them back in theirs: request/case.py) and by the
-search alone (the model reading the line as given), beside the ordinary case; with
+first letter a capital), translated as `seq2seq translate` translates lines and as `seq2seq
+evaluate` does (both the one request, seq2seq/request, which reads such lines in sentence case and
+writes them back in theirs: request/case.py) and by the search alone (the model reading the line
+as given), beside the ordinary case; with
 `--augmented-run`, a run trained on case-augmented pairs (scripts/case_augment.py) measured the same
 way beside it. Cased BLEU (sacreBLEU's default), beam 5.
 
@@ -17,6 +18,7 @@ from scripts.common import cpu
 from seq2seq.data.corpus import load_pairs
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.search import translate
+from seq2seq.paired import evaluate_against
 from seq2seq.request.case import TITLE, restore
 from seq2seq.runs.load import load_run
 from seq2seq.runs.recipe import stored_languages
@@ -70,7 +72,12 @@ def measured(run: str, pairs: list) -> list[tuple[str, str, float]]:
     out = []
     for name, cased in CASES.items():
         sources, references = [cased(s) for s, _ in pairs], [cased(r) for _, r in pairs]
-        ways = {"translate's lines": lines.translate(sources, 1).result.best}
+        ways = {
+            "translate's lines": lines.translate(sources, 1).result.best,
+            "evaluate": evaluate_against(
+                model, tokenizer, list(zip(sources, references, strict=True)), options
+            )[0].hypotheses,
+        }
         if name != "ordinary":
             ways["the search alone"] = translate(model, tokenizer, sources, options).best
         for way, hypotheses in ways.items():

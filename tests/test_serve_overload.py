@@ -79,9 +79,9 @@ def test_beyond_the_queue_s_bound_the_answer_is_503_with_retry_after(run):
         assert post(f"{url}/translate", {"text": "two men"})[0] == 200  # room again
 
 
-def test_a_request_the_queue_has_no_room_for_is_refused_before_the_app_parses_it(run, monkeypatch):
-    """Weighed from its raw body: under a flood most requests are refused, and a refusal that
-    costs the framework's parsing and the line checks is the event loop's time, every client's."""
+def test_a_request_the_queue_has_no_room_for_is_refused_before_its_lines_are_checked(run, monkeypatch):
+    """Weighed by its parsed fields: under a flood most requests are refused, and a refusal that
+    costs the line checks and the tokenizer is the event loop's time, every client's."""
     from seq2seq.serve import routes as app_module
 
     checked = []
@@ -96,8 +96,8 @@ def test_a_request_the_queue_has_no_room_for_is_refused_before_the_app_parses_it
         assert status == 503 and "the server is busy" in body["error"], body
         status, body = post(f"{url}/attention", {"text": "two men", "beam": 3})
         assert status == 503, body
-        assert checked == []  # neither reached the app
-        # not weighed (a beam above the limit): the app's own answer
+        assert checked == []  # neither reached the line checks
+        # a beam above the limit: refused before it is weighed
         status, body = post(f"{url}/translate", {"text": "two men", "beam": 999})
         assert status == 422 and "above this server's limit" in body["error"], body
         status, body = post(f"{url}/translate", {"text": "a girl", "greedy": True})  # 1 x 1: room
@@ -107,39 +107,8 @@ def test_a_request_the_queue_has_no_room_for_is_refused_before_the_app_parses_it
         assert first["answer"][0] == 200
 
 
-def test_a_body_is_weighed_as_the_job_it_becomes():
-    from seq2seq.serve.admission import PARSED, _parsed, weight_of
-
-    def weigh(fields) -> int | None:
-        scope = {}
-        parsed = _parsed(scope, [{"body": json.dumps(fields).encode()}])
-        assert scope[PARSED] == fields  # kept for the route, which never parses it again
-        return weight_of(parsed, default_beam=5, max_lines=4, max_beam=8)
-
-    assert weigh({"text": ["a", "b", "c"]}) == 15  # the server's beam
-    assert weigh({"text": "a", "beam": 3}) == 3
-    assert weigh({"text": ["a", "b"], "greedy": True, "beam": 7}) == 2
-    assert weigh({"text": ["a", "b"], "sample": True}) == 2  # a row a sample
-    assert weigh({"text": ["a", "b"], "sample": True, "num_samples": 4}) == 8
-    for odd in (
-        {"text": ["a"] * 5},
-        {"text": []},
-        {"text": 3},
-        {"beam": 2},
-        {"text": "a", "beam": 9},
-        {"text": "a", "beam": True},
-        {"text": "a", "greedy": 1},
-        {"text": "a", "num_samples": "2"},
-    ):
-        assert weigh(odd) is None, odd  # the app says what is wrong
-    assert weight_of([1, 2], 5, 4, 8) is None
-    for raw in (b"{not json", b"[" * 100_000):  # no fields: the route's own parse says why
-        scope = {}
-        assert _parsed(scope, [{"body": raw}]) is None and PARSED not in scope
-
-
 def test_a_body_is_parsed_once(run, monkeypatch):
-    """Busy parses the body to weigh it; the route validates what Busy parsed."""
+    """The framework parses the body once, and the route admits the request by what it parsed."""
     calls = []
     loads = json.loads
     with TestClient(make_app(run)) as client:  # the run's files read, the app up: then count

@@ -129,10 +129,10 @@ def lifespan(served: Served):
 
 def guard(app: FastAPI, served: Served, api_key: str | None, loopback_only: bool) -> None:
     """The middleware every request passes, the last added first: the body is checked (size,
-    UTF-8) as Busy reads it to weigh the request and refuse what the queue has no room for."""
+    UTF-8) as it is read; Busy refuses a request to decode, before its body is read, while the
+    queue is full."""
     limits = served.limits
-    weigh = {"default_beam": served.beam, "max_lines": limits["max_lines"], "max_beam": limits["max_beam"]}
-    app.add_middleware(Busy, batcher=served.batcher, max_queue=limits["max_queue"], **weigh)
+    app.add_middleware(Busy, batcher=served.batcher, max_queue=limits["max_queue"])
     app.add_middleware(BodyCheck, limit=MAX_BODY)
     if api_key is not None:
         app.add_middleware(ApiKey, key=api_key)

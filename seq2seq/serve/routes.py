@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
-from fastapi.routing import APIRoute
 
 from seq2seq.decoding.options import GREEDY, SERVED, chosen
 from seq2seq.decoding.search import DecodeOptions, output_limit
@@ -15,8 +14,8 @@ from seq2seq.errors import FieldError, Seq2SeqError
 from seq2seq.request.request import TranslationRequest
 from seq2seq.request.translator import Answer
 from seq2seq.serve import chunked_json
-from seq2seq.serve.admission import PARSED, admit, answer, check_work, plan_work, request_work
-from seq2seq.serve.batcher import Batcher, Job
+from seq2seq.serve.admission import admit, answer, check_work, plan_work, request_work
+from seq2seq.serve.batcher import Batcher, Job, rows_per_line
 from seq2seq.serve.errors import REQUEST_ERRORS, errors
 from seq2seq.serve.lines import checked_lines
 from seq2seq.serve.requests import (
@@ -30,23 +29,7 @@ from seq2seq.trust.calibration import Calibration
 from seq2seq.trust.flags import answers, to_check
 from seq2seq.views.explorer import maps_json
 
-
-class ParsedOnce(APIRoute):
-    """A route that validates the body Busy parsed and weighed (`PARSED`), never parsing it again:
-    FastAPI reads a JSON body through `Request.json()`, which returns what it is given."""
-
-    def get_route_handler(self):
-        handle = super().get_route_handler()
-
-        async def handler(request: Request):
-            if PARSED in request.scope:
-                request._json = request.scope[PARSED]
-            return await handle(request)
-
-        return handler
-
-
-router = APIRouter(route_class=ParsedOnce)
+router = APIRouter()
 
 
 @dataclass
@@ -64,11 +47,15 @@ class Served:
     calibration: Calibration  # when the trust flags are raised (the run's, else the package's)
 
     def options(self, request: DecodeFields) -> DecodeOptions:
-        """The request's decode options, checked as the library checks them, within this server's beam."""
+        """The request's decode options, checked as the library checks them, within this server's
+        beam; then the request admitted by its weight (its lines x beam) before any line of it is
+        checked or tokenized: a refusal costs the parse alone."""
         asked = chosen(request.model_dump(include=set(SERVED)), request.greedy, self.beam)
         if asked.beam > self.limits["max_beam"]:
             raise Seq2SeqError(f"beam {asked.beam} is above this server's limit of {self.limits['max_beam']}")
         asked.check_for(self.model.cfg.vocab_size, output_limit(self.model))
+        lines = len(request.text) if isinstance(request.text, list) else 1
+        admit(self.batcher, lines * rows_per_line(asked), self.limits["max_queue"])
         return asked
 
     def lines(self, text, count: int, what: str = "text", blank: bool = False) -> list[str]:
@@ -97,6 +84,7 @@ class Served:
     def translation_request(self, request: TranslateRequest) -> TranslationRequest:
         """The body as the library's request: its lines (or document) checked against this server's
         limits, its fields named as the library names them."""
+        options = self.options(request)  # admitted first: a refusal checks no line
         if request.format != "lines":
             most = self.limits["max_chars"] * self.limits["max_lines"]
             if isinstance(request.text, str) and len(request.text) > most:
@@ -112,7 +100,7 @@ class Served:
         if include and isinstance(include[0], list):
             include, per_line = (), [Terms(tuple(own)) for own in include]
         return TranslationRequest(
-            lines, self.options(request), self.prefixes(request.prefix, len(lines)), tuple(include),
+            lines, options, self.prefixes(request.prefix, len(lines)), tuple(include),
             tuple(request.avoid or ()), per_line, case=request.case, avoid_exact=request.avoid_exact,
             confidence=request.confidence, format=request.format, lang=self.info["src"],
         )  # fmt: skip
@@ -154,6 +142,7 @@ async def translate(request: TranslateRequest, http: Request) -> dict:
 async def attention(request: AttentionRequest, http: Request) -> Response:
     """Every attention map of one sentence's translation (the model's own, or the given one)."""
     state = served(http)
+    options = state.options(request)  # admitted first: a refusal checks no line
     lines = state.lines(request.text, 1)
     forced = None if request.translation is None else state.lines(request.translation, 1, "translation")
     prefixes = state.prefixes(request.prefix, 1)
@@ -161,7 +150,7 @@ async def attention(request: AttentionRequest, http: Request) -> Response:
         raise Seq2SeqError("a given translation is explained as it is: no prefix, beam_trace or sample")
     if request.beam_trace and request.sample:
         raise Seq2SeqError("beam_trace records beam search; sampling has no beam to record")
-    job = Job("attention", lines, state.options(request), forced, prefixes)
+    job = Job("attention", lines, options, forced, prefixes)
     job.alternatives, job.trace = request.alternatives, request.beam_trace
     maps = (await state.answer(http, job))[0]
     # sent as it is built: megabytes of weights are never held whole, nor copied in one call
