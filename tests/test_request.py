@@ -242,3 +242,11 @@ def test_the_library_refuses_with_the_fields_named(loaded):
     with pytest.raises(FieldError) as refused:
         translator.check(TranslationRequest(["a dog"], case="loud"))
     assert refused.value.fields == ("case",)
+
+
+def test_attention_explains_the_translation_as_translate_prints_it(server):
+    line = "A DOG RUNS ON THE BEACH."
+    said = post(server, {"text": line})["translations"][0]
+    answer = server.post("/attention", json={"text": line, **ASKED})
+    assert answer.status_code == 200 and answer.json()["translation"] == said == said.upper(), answer.text
+    assert "".join(answer.json()["target"][:-1]).replace("\u2581", " ").strip() == said

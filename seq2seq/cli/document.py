@@ -63,16 +63,18 @@ def translate_document_file(
     with OutputFile(args.output) as out:  # standard output for None
         out.write(done.text.encode("utf-8"))
     if views.html is not None:
-        sentence_views(model, tokenizer, done, options, views)
+        sentence_views(translator, checked, done, views)
 
 
-def sentence_views(model, tokenizer, done, options, views) -> None:
-    """--attention-html: the explorer page of the document's sentences, each with its maps."""
+def sentence_views(translator, checked, done, views) -> None:
+    """--attention-html: the explorer page of the document's sentences, each with its maps (the
+    translation as printed)."""
     from seq2seq.decoding.attention import maps_of_translations
     from seq2seq.stream.lines import PAGE_ALTERNATIVES
 
+    model, tokenizer, options = translator.model, translator.tokenizer, checked.options
     maps = maps_of_translations(model, tokenizer, done.sources, done.result, options, None, PAGE_ALTERNATIVES)
-    for number, m in maps.items():
+    for number, m in translator.shown(checked, maps).items():
         views.show(number, m)
     views.finish()
 

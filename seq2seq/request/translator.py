@@ -101,6 +101,17 @@ class Translator:
             answer.document, answer.notices = done, done.notices
         return answer
 
+    def shown(self, checked: Plan, maps: dict) -> dict:
+        """Maps of what the model read and wrote (AttentionMaps by line number from 1), their
+        translation and target pieces as the line is printed (in its case, forced text as given)."""
+        from seq2seq.request.case import forced_spans, restore, restore_pieces
+
+        for number, m in maps.items():
+            case, kept = checked.cases[number - 1], checked.kept(number - 1)
+            m.translation = restore(m.translation, case, forced_spans(m.translation, kept))
+            m.target, m.target_inputs = restore_pieces(m.target, case), restore_pieces(m.target_inputs, case)
+        return maps
+
     def trust(self, sources: list[str], translations: list[str], printed=None, options=None) -> list[dict]:
         """Each pair's trust (trust/flags.py's answer) of what the model read and wrote; with
         `printed`, each answer's words as printed (in the line's case)."""

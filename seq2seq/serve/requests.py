@@ -76,6 +76,7 @@ class AttentionRequest(DecodeFields):
         5, ge=0, le=MAX_ALTERNATIVES, description="The most likely pieces listed at each output position."
     )
     beam_trace: bool = Field(False, description="Also the beam search as a tree (kept, finished, pruned).")
+    case: Literal[CASES] = request_field("case")
 
 
 class CheckRequest(BaseModel):

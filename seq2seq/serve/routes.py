@@ -148,11 +148,12 @@ async def attention(request: AttentionRequest, http: Request) -> Response:
     prefixes = state.prefixes(request.prefix, 1)
     if forced is not None and (prefixes is not None or request.beam_trace or request.sample):
         raise Seq2SeqError("a given translation is explained as it is: no prefix, beam_trace or sample")
-    if request.beam_trace and request.sample:
-        raise Seq2SeqError("beam_trace records beam search; sampling has no beam to record")
-    job = Job("attention", lines, options, forced, prefixes)
+    case = "keep" if forced is not None else request.case  # a given pair is explained as given
+    asked = TranslationRequest(lines, options, prefixes, case=case, trace=request.beam_trace)
+    checked = state.batcher.translator.check(asked)  # the one check, as /translate's
+    job = Job("attention", checked.read, options, forced, prefixes)
     job.alternatives, job.trace = request.alternatives, request.beam_trace
-    maps = (await state.answer(http, job))[0]
+    maps = state.batcher.translator.shown(checked, {1: (await state.answer(http, job))[0]})[1]
     # sent as it is built: megabytes of weights are never held whole, nor copied in one call
     body = chunked_json.streamed(state.json_thread, lambda: maps_json(maps, lists=False))
     return StreamingResponse(body, media_type="application/json")

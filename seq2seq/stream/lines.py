@@ -92,7 +92,7 @@ class LineTranslator:
                 f"model's {self.model.cfg.max_positions - 1} pieces and were truncated"
             )
         if self.views is not None and self.views.wanted:
-            group.maps = self._maps(group.first, checked, found, answer.best)
+            group.maps = self._maps(group.first, checked, found)
             if group.answers is not None:
                 from seq2seq.trust.flags import piece_marks
 
@@ -103,22 +103,18 @@ class LineTranslator:
             self.steer.trace.add(self.tokenizer, first, lines, request.prefixes, found.traces, checked.terms)
         return group
 
-    def _maps(self, first: int, checked, found, printed: list[str]) -> dict:
+    def _maps(self, first: int, checked, found) -> dict:
         """The maps of what the model read and wrote (the lines from `first`), its target pieces
         in each line's printed case, keyed by line number in the input; a bad layer or head is
         refused before anything of the group is written."""
         from seq2seq.decoding.attention import check_choice, maps_of_translations
-        from seq2seq.request.case import restore_pieces
 
         alternatives = PAGE_ALTERNATIVES if self.views.html is not None else 0
         model, tokenizer, prefixes = self.model, self.tokenizer, checked.request.prefixes
         maps = maps_of_translations(
             model, tokenizer, checked.read, found, self.options, prefixes, alternatives
         )
-        for number, m in maps.items():  # the translation shown as printed
-            case = checked.cases[number - 1]
-            m.target, m.target_inputs = restore_pieces(m.target, case), restore_pieces(m.target_inputs, case)
-            m.translation = printed[number - 1]
+        maps = self.translator.shown(checked, maps)
         if maps:
             check_choice(next(iter(maps.values())), self.views.layer, self.views.head)
         return {first - 1 + number: m for number, m in maps.items()}
