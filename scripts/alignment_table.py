@@ -32,6 +32,7 @@ from seq2seq.alignment.methods import Method
 from seq2seq.alignment.pharaoh import read_links
 from seq2seq.alignment.runs import dev_head
 from seq2seq.alignment.score import score
+from seq2seq.atomic import write_atomic
 from seq2seq.decoding.attention import cross_layers
 from seq2seq.runs.files import read_metrics
 from seq2seq.runs.load import load_run
@@ -217,7 +218,8 @@ def main() -> None:
         print(f"{name:<{width}}  {r.precision:9.3f}  {r.recall:6.3f}  {r.aer:5.3f}  "
               f"{r.aer_low:.3f}-{r.aer_high:.3f}  {seconds:7.1f}")  # fmt: skip
     if args.json:
-        args.json.write_text(json.dumps([{"method": n, **r.as_json(), "seconds": s} for n, r, s in rows]))
+        table = json.dumps([{"method": n, **r.as_json(), "seconds": s} for n, r, s in rows])
+        write_atomic(args.json, table.encode("utf-8"))
     if args.figure:
         runs = [args.run] + ([] if args.reverse_run is None else [args.reverse_run])
         keep(figure, rows, test, f"{shown}, {chosen} (dev AER {dev_aer:.3f})", runs, commit)

@@ -280,7 +280,9 @@ def main(argv: list[str] | None = None) -> None:
             text = page.read_text(encoding="utf-8")
             rendered = render(text)
             if rendered != text:
-                page.write_text(rendered, encoding="utf-8")
+                from seq2seq.atomic import write_atomic
+
+                write_atomic(page, rendered.encode("utf-8"))
                 print(f"rendered {page.relative_to(REPO)}")
         return
     found = problems()

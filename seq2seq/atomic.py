@@ -20,18 +20,30 @@ def write_atomic(path: Path, data: bytes) -> None:
     write_with(path, lambda tmp: tmp.write_bytes(data))
 
 
+def temporary(path: Path, prefix: str = ".", suffix: str = ".tmp") -> tuple[int, Path]:
+    """A new file beside `path` to fill before it takes `path`'s name, open for writing: made by
+    mkstemp (O_CREAT | O_EXCL | O_NOFOLLOW) under a name no one chose before, so a file or a link
+    planted at any name beside the target is never opened, followed or truncated."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f"{prefix}{path.name}.", suffix=suffix)
+    return fd, Path(name)
+
+
+def usual_mode(path: Path, like: int | None = None) -> None:
+    """A file's usual mode (0666 less the umask; mkstemp makes it private), or `like`'s bits."""
+    os.chmod(path, stat.S_IMODE(like) if like is not None else 0o666 & ~_umask())
+
+
 def write_with(path: Path, writer: Callable[[Path], object]) -> None:
     """Let `writer` fill a temporary file beside `path`, flush it to disk, then rename it over."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = temporary(path)
     os.close(fd)
-    tmp = Path(name)
     try:
         writer(tmp)
         # every file of a run gets a file's usual mode (0666 less the umask), on purpose: mkstemp,
         # and safetensors (which writes a temporary of its own), make it private
-        os.chmod(tmp, 0o666 & ~_umask())
+        usual_mode(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)

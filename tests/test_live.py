@@ -102,7 +102,7 @@ def test_an_output_file_appears_whole_and_a_failure_keeps_the_finished_lines(run
     out = tmp_path / "out.txt"
     proc = run_process(["translate", "--run", run, *GREEDY, "--input", good, "--output", out])
     assert proc.code == 0 and out.read_bytes() == b"".join(expected[e] for e in EN)
-    assert not (tmp_path / "out.txt.partial").exists()
+    assert not list(tmp_path.glob("out.txt*.partial"))
 
     bad = tmp_path / "bad.txt"  # groups of 8 lines with --batch-size 1; line 11 is not UTF-8
     bad.write_bytes("".join(f"{EN[i % 6]}\n" for i in range(10)).encode() + b"caf\xe9\n")
@@ -111,7 +111,9 @@ def test_an_output_file_appears_whole_and_a_failure_keeps_the_finished_lines(run
     proc = run_process(args)
     assert proc.code == 2 and "line 11 is not valid UTF-8" in proc.err and "kept in" in proc.err
     assert not out.exists()
-    kept = (tmp_path / "out.txt.partial").read_bytes()
+    (partial,) = tmp_path.glob("out.txt.*.partial")
+    assert str(partial) in proc.err
+    kept = partial.read_bytes()
     assert kept == b"".join(expected[EN[i % 6]] for i in range(8))
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
+from seq2seq.atomic import temporary, usual_mode
 from seq2seq.errors import FieldError, Seq2SeqError
 from seq2seq.files.reading import ReaderLeft, is_regular
 
@@ -109,8 +110,9 @@ def write_lines(lines: list[str], path: Path | None) -> None:
 
 class OutputFile:
     """Bytes out to a file or (no path) standard output. A regular file (or a new one) fills
-    `FILE.partial`, renamed to FILE once everything is written: FILE is never half-written, and a
-    command that fails keeps what it did in FILE.partial. Anything else (a FIFO, a terminal,
+    `FILE.<random>.partial` (atomic.temporary: a new file no one could have planted or linked),
+    renamed to FILE once everything is written: FILE is never half-written, and a command that
+    fails keeps what it did in that temporary. Anything else (a FIFO, a terminal,
     /dev/null, /dev/full) is written directly, as a shell's `>` does: renaming over it would replace
     the device or FIFO with a file, and its reader would get nothing. A link is followed: the file
     it names is written, the link kept."""
@@ -136,10 +138,9 @@ class OutputFile:
         try:
             if mode is None or stat.S_ISREG(mode):
                 self.target = Path(os.path.realpath(self.path))
-                self.partial = self.target.with_name(self.target.name + ".partial")
-                self.stream = open(self.partial, "wb")
-                if mode is not None:  # a private file stays private
-                    os.chmod(self.partial, stat.S_IMODE(mode))
+                fd, self.partial = temporary(self.target, prefix="", suffix=".partial")
+                self.stream = os.fdopen(fd, "wb")
+                usual_mode(self.partial, mode)  # a private file stays private
             else:
                 self.stream = open(self.path, "wb")
         except OSError as e:
