@@ -99,13 +99,15 @@ def term_ids(tokenizer, text: str) -> Phrase:
 def _phrases(tokenizer, texts: tuple[str, ...], number: int) -> dict[str, Phrase]:
     """text -> its target pieces, each phrase once."""
     phrases: dict[str, Phrase] = {}
+    seen: set[Phrase] = set()
     for text in texts:
         ids = term_ids(tokenizer, text)
         if not ids or UNK_ID in ids:
             why = "is blank" if not ids else "holds characters the tokenizer has no piece for"
             raise Seq2SeqError(f"line {number}: the constraint {text[:40]!r} {why}")
-        if ids not in phrases.values():
+        if ids not in seen:
             phrases[text] = ids
+            seen.add(ids)
     return phrases
 
 

@@ -36,18 +36,41 @@ def parse(text: str, format: str) -> Layout:
     return readers[format](text)
 
 
+LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")  # a line and its end: LF, CRLF or CR
+
+
 def _text(text: str) -> Layout:
-    """Paragraphs are separated by blank lines; a paragraph's lines are one run (its line breaks
-    become spaces: a translation is not wrapped as its source was)."""
-    parts = re.split(r"(\n[ \t]*\n\s*)", text)  # paragraphs and the blank lines between them
-    ends = [re.fullmatch(r"(\s*)(.*?)(\s*)", part, re.S).groups() for part in parts[::2]]
-    runs = [Run(re.sub(r"\s*\n\s*", " ", body)) for _, body, _ in ends]
+    """Paragraphs are separated by blank lines (LF, CRLF or CR ends); a paragraph's lines are one
+    run (its line breaks become spaces: a translation is not wrapped as its source was). One pass
+    over the lines, each read once: linear in the text, whatever its spaces."""
+    pieces: list[str] = []  # what stands before each run, then what follows the last
+    runs: list[Run] = []
+    pending: list[str] = []  # what has come since the last run
+    paragraph: list[tuple[str, str]] = []  # the lines of the paragraph under way: (body, end)
 
-    def render(outs: list[str]) -> str:
-        between = [*parts[1::2], ""]
-        return "".join(a + o + b + gap for (a, _, b), o, gap in zip(ends, outs, between, strict=True))
+    def close() -> None:
+        if not paragraph:
+            return
+        first, (last, end) = paragraph[0][0], paragraph[-1]
+        lead, kept = first[: len(first) - len(first.lstrip())], last[len(last.rstrip()) :]
+        pieces.append("".join([*pending, lead]))
+        runs.append(Run(" ".join(body.strip() for body, _ in paragraph)))
+        pending[:] = [kept, end]
+        paragraph.clear()
 
-    return Layout(runs, render)
+    for match in LINE.finditer(text):
+        line = match.group()
+        if not line:
+            break
+        body = line.rstrip("\r\n")
+        if body.strip():
+            paragraph.append((body, line[len(body) :]))
+        else:
+            close()
+            pending.append(line)
+    close()
+    pieces.append("".join(pending))
+    return Layout(runs, lambda outs: "".join(p + o for p, o in zip(pieces, [*outs, ""], strict=True)))
 
 
 def _srt(text: str) -> Layout:

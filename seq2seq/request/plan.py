@@ -13,7 +13,7 @@ from seq2seq.decoding.search import DecodeOptions, fit_sources, searchable
 from seq2seq.decoding.terms import Terms, constraint_ids, holds, line_terms, term_ids
 from seq2seq.errors import FieldError, Seq2SeqError
 from seq2seq.request.case import AS_IS, capital_first, folded
-from seq2seq.request.request import CASES, FORMATS, TranslationRequest
+from seq2seq.request.request import CASES, FORMATS, MAX_AVOID, MAX_INCLUDE, TranslationRequest
 
 
 @dataclass
@@ -44,6 +44,7 @@ class Plan:
 def plan(model, tokenizer, request: TranslationRequest, document=None) -> Plan:
     """`request` checked as a whole and tokenized (`document`: its text prepared, documents/)."""
     options, lines = request.options, request.lines
+    _check_counts(request)
     _check_request(model, request)
     if document is not None:
         lines = document.sentences or [""]
@@ -67,6 +68,18 @@ def plan(model, tokenizer, request: TranslationRequest, document=None) -> Plan:
         read, cases = list(lines), [AS_IS] * n
     ids, cut = fit_sources(model, tokenizer.encode(read))
     return Plan(request, read, cases, ids, searchable(read, ids), sum(cut), forced, terms, banked, document)
+
+
+def _check_counts(request: TranslationRequest) -> None:
+    """The terms counted before any loop reads them: work bounded before it starts."""
+    own = request.per_line or ()
+    for name, terms, most in (
+        ("include", [request.include, *(t.include for t in own)], MAX_INCLUDE),
+        ("avoid", [request.avoid, *(t.avoid for t in own)], MAX_AVOID),
+    ):
+        count = max(map(len, terms))
+        if count > most:
+            raise FieldError(name, f"{count} terms for a line, above the limit of {most}")
 
 
 def _check_request(model, request: TranslationRequest) -> None:

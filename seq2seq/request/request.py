@@ -9,6 +9,10 @@ from seq2seq.decoding.options import DecodeOptions
 from seq2seq.fields import option
 
 CASES = ("auto", "keep")
+# terms a line may carry, counted before any is read: a term to include takes a row of the beam
+# (64 at most, on the server too), and every term to avoid is matched at every step of the search
+MAX_INCLUDE = 64
+MAX_AVOID = 256
 FORMATS = ("lines", "text", "markdown", "html", "srt")
 
 

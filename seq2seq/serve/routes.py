@@ -1,6 +1,7 @@
 """The routes of `seq2seq serve`, each small, over one `Served` state (the app's `state.served`):
 what a request may ask, checked before anything is queued, then queued, awaited and answered."""
 
+import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -81,6 +82,15 @@ class Served:
                 self.lines(text, 1, f"prefix {number}")
         return prefixes
 
+    async def checked(self, request: TranslationRequest):
+        """The request's one check (request/plan.py), off the event loop (a document is parsed and
+        cut into sentences there) and within the request's deadline."""
+        timeout = self.limits["request_timeout_s"]
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(self.batcher.translator.check, request), timeout)
+        except TimeoutError:
+            raise HTTPException(504, f"the request was not read within this server's {timeout:g} s") from None
+
     def translation_request(self, request: TranslateRequest) -> TranslationRequest:
         """The body as the library's request: its lines (or document) checked against this server's
         limits, its fields named as the library names them."""
@@ -117,7 +127,7 @@ async def translate(request: TranslateRequest, http: Request) -> dict:
     """Translate one sentence or a list, or one document: the same output as `seq2seq translate`
     (n-best with scores), through the library's one request check and entry point."""
     state = served(http)
-    checked = state.batcher.translator.check(state.translation_request(request))
+    checked = await state.checked(state.translation_request(request))
     job = Job("translate", checked.read, checked.options, plan=checked)
     answer: Answer = await state.answer(http, job, plan_work(state.model, checked))
     if answer.document is not None:
@@ -150,7 +160,7 @@ async def attention(request: AttentionRequest, http: Request) -> Response:
         raise Seq2SeqError("a given translation is explained as it is: no prefix, beam_trace or sample")
     case = "keep" if forced is not None else request.case  # a given pair is explained as given
     asked = TranslationRequest(lines, options, prefixes, case=case, trace=request.beam_trace)
-    checked = state.batcher.translator.check(asked)  # the one check, as /translate's
+    checked = await state.checked(asked)  # the one check, as /translate's
     job = Job("attention", checked.read, options, forced, prefixes)
     job.alternatives, job.trace = request.alternatives, request.beam_trace
     maps = state.batcher.translator.shown(checked, {1: (await state.answer(http, job))[0]})[1]

@@ -1,0 +1,106 @@
+"""Work bounded before it starts: every request field that costs work is counted and limited before
+any loop reads it (10x a limit is refused at once, 413 or 422), the duplicate checks and the
+glossary's matching are linear, a document is parsed in linear time off the event loop, and a
+request at a limit leaves `/health` answering another client within 200 ms (p95, loopback)."""
+
+import statistics
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from seq2seq.documents.formats import parse
+from seq2seq.request.request import MAX_AVOID, MAX_INCLUDE
+from seq2seq.serve.limits import MAX_CHARS, MAX_LINES
+from tests.serve_helpers import live_server, make_app, post
+
+RUN_SEED = 8  # the `run` fixture's weights (conftest.py)
+TERM = "chien"
+
+
+def terms(count: int) -> list[str]:
+    """`count` distinct terms the caption tokenizer spells."""
+    return [f"{TERM} {'a' * (1 + n % 7)}{n}" for n in range(count)]
+
+
+TEN_TIMES = [
+    ({"constraints": terms(10 * MAX_INCLUDE)}, 422, "constraints: "),
+    ({"avoid": terms(10 * MAX_AVOID)}, 422, "avoid: "),
+    ({"text": ["a dog"] * 10 * MAX_LINES}, 413, "lines is above"),
+    ({"text": "a" * 10 * MAX_CHARS}, 413, "characters, above"),
+    ({"text": " " * 10 * MAX_CHARS * MAX_LINES, "format": "text"}, 413, "above this server"),
+    ({"text": ["a dog", "a cat"], "prefix": ["un"] * 10 * MAX_LINES}, 422, "prefixes"),
+]
+
+
+@pytest.fixture(scope="module")
+def url(run):
+    with live_server(make_app(run, beam=2)) as address:
+        yield address
+
+
+@pytest.mark.parametrize("body, status, words", TEN_TIMES)
+def test_ten_times_a_limit_is_refused_at_once(url, body, status, words):
+    tick = time.monotonic()
+    got, answer = post(f"{url}/translate", {"text": "a dog", "max_len": 6, **body})
+    assert got == status and words in answer["error"], answer
+    assert time.monotonic() - tick < 5  # counted before it is read, not after
+
+
+def health_p95(url: str, probes: int = 40) -> float:
+    seconds = []
+    for _ in range(probes):
+        tick = time.monotonic()
+        with urllib.request.urlopen(f"{url}/health", timeout=10) as response:
+            response.read()
+        seconds.append(time.monotonic() - tick)
+        time.sleep(0.02)
+    return statistics.quantiles(seconds, n=20)[-1]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"text": " " * MAX_CHARS * MAX_LINES, "format": "text"},  # a document of spaces at the limit
+        {"text": ("a dog runs. " * 80 + "\n\n") * 200, "format": "text"},
+        {"text": ["a dog runs"] * 4, "avoid": terms(MAX_AVOID), "constraints": terms(1)},
+    ],
+)
+def test_a_request_at_a_limit_leaves_health_answering(url, body):
+    stop = threading.Event()
+
+    def load():
+        while not stop.is_set():
+            post(f"{url}/translate", {"max_len": 6, **body})
+
+    heavy = threading.Thread(target=load, daemon=True)
+    heavy.start()
+    try:
+        time.sleep(0.2)
+        assert health_p95(url) < 0.2
+    finally:
+        stop.set()
+        heavy.join(60)
+
+
+@pytest.mark.parametrize("document", [" " * 50_000, "a b\r\n" * 10_000, "word " * 20_000 + "\n\n" * 2_000])
+def test_a_text_document_is_read_in_linear_time(document):
+    def seconds(text: str) -> float:
+        return min(_timed(parse, text, "text") for _ in range(3))
+
+    assert seconds(document * 4) <= 5 * max(seconds(document), 1e-3)
+
+
+def _timed(function, *args) -> float:
+    tick = time.perf_counter()
+    function(*args)
+    return time.perf_counter() - tick
+
+
+@pytest.mark.parametrize("ends", ["\n", "\r\n", "\r"])
+def test_a_text_documents_paragraphs_are_found_whatever_its_line_ends(ends):
+    text = ends.join(["A dog runs.", "It is fast.", "", "The cat sleeps.", ""])
+    layout = parse(text, "text")
+    assert [run.text for run in layout.runs] == ["A dog runs. It is fast.", "The cat sleeps."]
+    assert layout.render(["X", "Y"]) == f"X{ends}{ends}Y{ends}"
