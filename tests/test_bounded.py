@@ -104,3 +104,20 @@ def test_a_text_documents_paragraphs_are_found_whatever_its_line_ends(ends):
     layout = parse(text, "text")
     assert [run.text for run in layout.runs] == ["A dog runs. It is fast.", "The cat sleeps."]
     assert layout.render(["X", "Y"]) == f"X{ends}{ends}Y{ends}"
+
+
+def test_a_binary_document_is_refused_at_its_first_chunk(tmp_path, monkeypatch):
+    from seq2seq.cli import document
+    from seq2seq.errors import Seq2SeqError
+
+    (tmp_path / "zeros").write_bytes(b"\x00" * (4 << 20))
+    reads = []
+    real = document._read_some
+    monkeypatch.setattr(document, "_read_some", lambda *a: reads.append(1) or real(*a))
+    with pytest.raises(Seq2SeqError, match="NUL bytes: a binary file"):
+        document.read_document(tmp_path / "zeros")
+    assert len(reads) == 1
+    monkeypatch.setattr(document, "MAX_DOCUMENT", 1 << 16)
+    (tmp_path / "big.txt").write_bytes(b"a dog runs.\n" * 20_000)
+    with pytest.raises(Seq2SeqError, match="the most a document may be"):
+        document.read_document(tmp_path / "big.txt")

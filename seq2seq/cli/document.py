@@ -8,18 +8,26 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.files.reading import _open, _read_some
 from seq2seq.files.writing import OutputFile
 
+MAX_DOCUMENT = 16 << 20  # bytes: a document is read, parsed and placed whole, in memory
+
 
 def read_document(path: Path | None) -> str:
-    """A document's text: UTF-8 (a byte-order mark dropped), never binary; one line naming the
-    file and line otherwise."""
+    """A document's text: UTF-8 (a byte-order mark dropped), never binary (refused at the first
+    chunk that holds a NUL), at most MAX_DOCUMENT bytes; one line naming the file and line
+    otherwise."""
     name = str(path) if path else "standard input"
     with _open(path, name) as stream:
-        chunks = []
+        chunks, size = [], 0
         while data := _read_some(stream, name):
+            if b"\x00" in data:
+                raise Seq2SeqError(f"{name} holds NUL bytes: a binary file, not a document")
+            size += len(data)
+            if size > MAX_DOCUMENT:
+                raise Seq2SeqError(
+                    f"{name} is above {MAX_DOCUMENT >> 20} MiB, the most a document may be; split it"
+                )
             chunks.append(data)
     raw = b"".join(chunks)
-    if b"\x00" in raw:
-        raise Seq2SeqError(f"{name} holds NUL bytes: a binary file, not a document")
     try:
         return raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
