@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import tempfile
+from importlib.resources import files as package_files
 from pathlib import Path
 
 import pytest
@@ -316,3 +317,85 @@ def test_alignment_files_are_read_or_refused_in_one_line(data):
         if links is not None:
             assert all(link.sure <= link.possible for link in links)
             works_or_one_error(lambda: check_ranges(links, [5] * len(links), [5] * len(links), path))
+
+
+def side_file_edits(valid: dict):
+    """A side file (aligner.json, trust.json) with one field, or one nested field, replaced by
+    anything; or any JSON; or raw bytes."""
+    top = st.sampled_from(sorted(valid))
+    return (
+        st.tuples(top, st.one_of(st.none(), st.text(max_size=12)), JSON)
+        | JSON.map(lambda v: ("whole", None, v))
+        | st.binary(max_size=200)
+    )
+
+
+def edited(valid: dict, edit) -> bytes:
+    if isinstance(edit, bytes):
+        return edit
+    name, inner, value = edit
+    if name == "whole":
+        return json.dumps(value).encode()
+    data = json.loads(json.dumps(valid))
+    if inner is not None and isinstance(data[name], dict):
+        data[name][inner if inner in data[name] else sorted(data[name])[0]] = value
+    else:
+        data[name] = value
+    return json.dumps(data).encode()
+
+
+VALID_CALIBRATION = json.loads(package_files("seq2seq.trust").joinpath("calibration.json").read_text())
+VALID_SETTINGS = {"config": {"d_model": 32, "width": 16, "heads": 4}, "threshold": 0.3, "weights": None}
+
+
+@fuzzed(150)
+@given(edit=side_file_edits(VALID_CALIBRATION))
+def test_a_trust_json_edited_anyhow_is_read_or_refused_in_one_line(edit):
+    from seq2seq.trust.calibration import Calibration
+
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "trust.json").write_bytes(edited(VALID_CALIBRATION, edit))
+        found = works_or_one_error(lambda: Calibration.read(Path(folder) / "trust.json"))
+        if found is not None:
+            assert len(found.omission.weights) == len(found.omission.mean) + 1
+
+
+@fuzzed(150)
+@given(edit=side_file_edits(VALID_SETTINGS))
+def test_an_aligner_json_edited_anyhow_is_read_or_refused_in_one_line(edit):
+    from seq2seq.alignment.aligner import read_settings
+
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "aligner.json").write_bytes(edited(VALID_SETTINGS, edit))
+        found = works_or_one_error(lambda: read_settings(Path(folder) / "aligner.json"))
+        if found is not None:
+            config, threshold, _ = found
+            assert config["width"] % config["heads"] == 0 and 0 <= threshold <= 1
+
+
+@pytest.mark.parametrize(
+    "settings, words",
+    [
+        ({"config": {"bogus": 1}, "threshold": 0.5}, "config must hold d_model, width, heads"),
+        ({"config": {"d_model": 32, "width": 16, "heads": 3}, "threshold": 0.5}, "multiple of config.heads"),
+        ({"config": {"d_model": 32, "width": 16, "heads": 4}, "threshold": "x"}, "threshold must be"),
+    ],
+)
+def test_a_hand_edited_aligner_json_is_one_line_naming_the_field(tmp_path, settings, words):
+    from seq2seq.alignment.aligner import read_settings
+
+    (tmp_path / "aligner.json").write_text(json.dumps(settings))
+    with pytest.raises(Seq2SeqError, match=words):
+        read_settings(tmp_path / "aligner.json")
+
+
+def test_a_trust_json_with_two_weights_for_five_features_is_one_line(tmp_path):
+    from seq2seq.trust.calibration import Calibration
+
+    data = json.loads(json.dumps(VALID_CALIBRATION))
+    data["omission"]["weights"] = [0.1, 0.2]
+    (tmp_path / "trust.json").write_text(json.dumps(data))
+    with pytest.raises(
+        Seq2SeqError, match=r"trust.json is no calibration \(omission.weights must be a list of 6"
+    ):
+        Calibration.read(tmp_path / "trust.json")

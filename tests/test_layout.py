@@ -25,7 +25,7 @@ ALLOWED = {  # a module's top-level name under seq2seq/ -> what it may import fr
     "report": set(),  # an evaluation as JSON
     "files": {"files", *SHARED},  # text files in and out
     # confidence and error signals: a teacher-forced pass, its pieces merged into words
-    "trust": {"trust", "decoding", "models", "data", "alignment.words", *SHARED},
+    "trust": {"trust", "decoding", "models", "data", "alignment.words", "runs.identity", *SHARED},
     "views": {"views", "decoding.attention", "atomic", "errors"},
     # word alignment reads the model's attention and attribution, the views draw its links
     "alignment": {"alignment", "decoding", "models", "data", "views", "runs", *SHARED},

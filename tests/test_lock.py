@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from seq2seq.runs import files as ckpt
-from seq2seq.training.lock import run_lock
+from seq2seq.runs.lock import run_lock
 from tests.conftest import tiny_model, write_run
 
 TINY = [
@@ -25,7 +25,7 @@ TINY = [
     "cpu",
 ]
 HOLD = (
-    "from seq2seq.training.lock import run_lock\n"
+    "from seq2seq.runs.lock import run_lock\n"
     "with run_lock({run!r}):\n    print('locked', flush=True)\n    input()"
 )
 

@@ -17,7 +17,9 @@ from safetensors.torch import save_file
 from seq2seq.alignment.layer import AlignLayer, frozen_states, teacher_distribution, train_layer
 from seq2seq.alignment.words import piece_words, split_words
 from seq2seq.atomic import write_atomic, write_with
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import Seq2SeqError, first_line
+from seq2seq.fields import check
+from seq2seq.runs.identity import stale, weights_digest
 from seq2seq.runs.tensor_file import read_tensors
 
 WEIGHTS, SETTINGS = "aligner.safetensors", "aligner.json"
@@ -164,27 +166,62 @@ def development_half(langs: tuple[str, str]) -> tuple[list[str], list[str], list
 
 
 def save(run: Path, layer: AlignLayer, settings: dict) -> None:
+    """The layer into the run, its settings recording the weights it was fitted to."""
     state = {k: v.contiguous() for k, v in layer.state_dict().items()}
     write_with(Path(run) / WEIGHTS, lambda path: save_file(state, str(path)))
-    text = json.dumps({"config": layer.config, **settings}, indent=1) + "\n"
-    write_atomic(Path(run) / SETTINGS, text.encode("utf-8"))
+    kept = {"config": layer.config, **settings, "weights": weights_digest(run)}
+    write_atomic(Path(run) / SETTINGS, (json.dumps(kept, indent=1) + "\n").encode("utf-8"))
 
 
 def load(run: Path) -> AlignLayer | None:
-    """The run's layer (its `threshold` set), or None where it has none."""
+    """The run's layer (its `threshold` set), or None where it has none, or where its settings
+    recorded other weights than the run's (a notice says so)."""
     weights, settings = Path(run) / WEIGHTS, Path(run) / SETTINGS
     if not weights.is_file():
         return None
+    config, threshold, fitted_to = read_settings(settings)
+    if stale(run, fitted_to, settings, f"seq2seq align-train --run {run}"):
+        return None
     try:
-        kept = json.loads(settings.read_text(encoding="utf-8"))
-        layer = AlignLayer(**kept["config"])
+        layer = AlignLayer(**config)
         layer.load_state_dict(read_tensors(weights)[0])
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         raise Seq2SeqError(
-            f"{weights}: not an alignment layer ({e}); train it again with align-train"
+            f"{weights}: not an alignment layer ({first_line(e)}); train it again with align-train"
         ) from None
-    layer.threshold = float(kept["threshold"])
+    layer.threshold = threshold
     return layer.eval()
+
+
+LAYER_CONFIG = {"d_model": (1, 1 << 16), "width": (1, 1 << 16), "heads": (1, 1 << 10)}
+
+
+def read_settings(path: Path) -> tuple[dict, float, str | None]:
+    """aligner.json's layer config, threshold and the weights it was fitted to, each checked: one
+    line naming the file and the field otherwise."""
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
+        raise Seq2SeqError(
+            f"{path}: not readable JSON ({first_line(e)}); fit it again with align-train"
+        ) from None
+    try:
+        if not isinstance(kept, dict) or not isinstance(kept.get("config"), dict):
+            raise ValueError(f"{path}: config must be a JSON object")
+        config = kept["config"]
+        if set(config) != set(LAYER_CONFIG):
+            raise ValueError(
+                f"{path}: config must hold {', '.join(LAYER_CONFIG)}, not {', '.join(map(str, config))}"
+            )
+        for name, bounds in LAYER_CONFIG.items():
+            check(f"config.{name}", config[name], int, str(path), bounds)
+        if config["width"] % config["heads"]:
+            raise ValueError(f"{path}: config.width must be a multiple of config.heads")
+        check("threshold", kept.get("threshold"), float, str(path), (0.0, 1.0))
+        check("weights", kept.get("weights"), str | None, str(path))
+    except ValueError as e:
+        raise Seq2SeqError(f"{e}; fit it again with align-train") from None
+    return config, float(kept["threshold"]), kept.get("weights")
 
 
 def layer_method(run: Path):

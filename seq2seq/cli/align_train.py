@@ -2,6 +2,7 @@
 on its training pairs and eflomal's links of them, kept in the run; `seq2seq align` then aligns
 with it by default."""
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,10 +46,9 @@ class AlignTrainArgs:
 def align_train(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device: str = DEVICE, **given):
     """Fit an alignment layer to the run (the model itself is left as it is): its training pairs,
     eflomal's links of them as the teacher (the `align` extra), minutes on a CPU."""
-    from seq2seq.alignment.aligner import SETTINGS, fit, fit_together, save
     from seq2seq.alignment.runs import check_turned_round
     from seq2seq.data.corpus import load_pairs
-    from seq2seq.runs.load import load_run
+    from seq2seq.runs.lock import run_lock
     from seq2seq.runs.recipe import stored_languages
 
     args, run = taken(AlignTrainArgs, given), run_dir(run)
@@ -57,6 +57,16 @@ def align_train(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device:
         check_turned_round(run, reverse)
     corpus, src, tgt = stored_languages(run)
     pairs = load_pairs(corpus, "train", src, tgt, data_dir)[: args.pairs or None]
+    with run_lock(run), run_lock(reverse) if reverse is not None else nullcontext():
+        fit_into(run, reverse, pairs, (src, tgt), args, device)
+
+
+def fit_into(run: Path, reverse: Path | None, pairs: list, langs: tuple[str, str], args, device: str) -> None:
+    """The layer (or the two, with `reverse`) fitted and written, the runs locked by the caller."""
+    from seq2seq.alignment.aligner import SETTINGS, fit, fit_together, save
+    from seq2seq.runs.load import load_run
+
+    src, tgt = langs
     model = load_run(run, device)
     if reverse is None:
         fitted = [(run, *fit(*model, pairs, (src, tgt), args.epochs, display.note))]

@@ -3,7 +3,7 @@ person's): a line per pair with its score and its flags, or one JSON object a pa
 --calibrate, the flags fitted to the run on its development split."""
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from seq2seq.cli import display
@@ -66,7 +66,9 @@ with_parameters(check, field_parameters(CheckArgs))
 
 def calibrate(args: CheckArgs, run: Path, data_dir: str | None, device: str) -> None:
     from seq2seq.data.corpus import load_pairs
+    from seq2seq.runs.identity import weights_digest
     from seq2seq.runs.load import load_run
+    from seq2seq.runs.lock import run_lock
     from seq2seq.runs.recipe import stored_languages
     from seq2seq.trust.calibration import RUN_FILE, calibrate
 
@@ -74,9 +76,10 @@ def calibrate(args: CheckArgs, run: Path, data_dir: str | None, device: str) -> 
         raise OptionError("--calibrate", "fits on the run's corpus split; give no --source or --target")
     corpus, src, tgt = stored_languages(run)
     pairs = load_pairs(corpus, args.split, src, tgt, data_dir)
-    model, tokenizer = load_run(run, device)
-    fitted = calibrate(model, tokenizer, pairs, f"{run.name}, {corpus} {args.split} ({len(pairs)} pairs)")
-    fitted.write(run / RUN_FILE)
+    with run_lock(run):  # one writer in a run: not beside a training that replaces its weights
+        model, tokenizer = load_run(run, device)
+        fitted = calibrate(model, tokenizer, pairs, f"{run.name}, {corpus} {args.split} ({len(pairs)} pairs)")
+        replace(fitted, weights=weights_digest(run)).write(run / RUN_FILE)
     display.note(f"wrote {run / RUN_FILE}: {describe(fitted)}")
 
 

@@ -45,7 +45,7 @@ def tokenize(
     from seq2seq.data.corpus import stream_pairs
     from seq2seq.data.streamed import first_pairs
     from seq2seq.data.tokenizer import train_tokenizer
-    from seq2seq.training.lock import run_lock
+    from seq2seq.runs.lock import run_lock
 
     # as `train` reads them
     pairs = (

@@ -31,12 +31,12 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from seq2seq.atomic import write_dir
 from seq2seq.errors import Seq2SeqError, first_line
 from seq2seq.export.folder import check_output
 from seq2seq.export.huggingface import INSTALL_HINT, quiet, residual_order
 from seq2seq.export.marian_config import check_fields, decoder_start, languages_of
 from seq2seq.models.transformer import TransformerConfig
+from seq2seq.runs.lock import replace_run
 
 FILES = ("config.json", "source.spm", "target.spm", "vocab.json")
 # what a Hub checkpoint's import reads: the weights in either format, the tokenizer's files
@@ -108,7 +108,7 @@ def import_marian(
             raise Seq2SeqError(f"{source}: the imported run would not load ({first_line(e)})") from None
 
     try:
-        write_dir(Path(run_dir), write)
+        replace_run(Path(run_dir), write)
     except OSError as e:
         raise Seq2SeqError(f"cannot write {run_dir}: {e.strerror or first_line(e)}") from None
     return Path(run_dir)

@@ -22,12 +22,12 @@ from seq2seq.device import agree_on_bf16, bf16_speedup, precision_note, use_bf16
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.registry import ModelConfig, build_model
 from seq2seq.runs import files as ckpt
+from seq2seq.runs.lock import run_lock
 from seq2seq.training import checkpoint, finetune
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.distributed import World, peers_watched, world
 from seq2seq.training.epoch import Epochs, StoredEpochs
 from seq2seq.training.guided import Guide, guidance, guide_of
-from seq2seq.training.lock import run_lock
 from seq2seq.training.loop import Loop
 from seq2seq.training.reporter import Reporter
 from seq2seq.training.resume import TrainingState, continued, is_resumable

@@ -14,7 +14,7 @@ log-probabilities differ: calibrate it)."""
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from importlib.resources import files
 from pathlib import Path
 
@@ -23,6 +23,8 @@ import torch
 from seq2seq.atomic import write_atomic
 from seq2seq.decoding.search import DecodeOptions, output_limit, translate
 from seq2seq.errors import Seq2SeqError
+from seq2seq.fields import check
+from seq2seq.runs.identity import stale
 from seq2seq.trust.cases import cases, word_labels
 from seq2seq.trust.signals import Signals, check_pairs
 
@@ -71,6 +73,7 @@ class Calibration:
     hallucination: Detector
     unsure_word: float  # a word's log-probability below this: "check this word"
     fitted_on: str  # what it was fitted to: the run and the split
+    weights: str | None = None  # the digest of the run's weights it was fitted to (runs/identity.py)
 
     @classmethod
     def read(cls, path: Path | None = None) -> "Calibration":
@@ -79,26 +82,60 @@ class Calibration:
             return cls.from_json(files("seq2seq.trust").joinpath("calibration.json").read_text("utf-8"))
         try:
             return cls.from_json(Path(path).read_text(encoding="utf-8"))
-        except (ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
             raise Seq2SeqError(
                 f"{path} is no calibration ({e}); write it again with check --calibrate"
             ) from None
 
     @classmethod
     def of_run(cls, run: Path) -> "Calibration":
-        """A run's own calibration (RUN_FILE, written by `check --calibrate`), else the package's."""
-        return cls.read(Path(run) / RUN_FILE)
+        """A run's own calibration (RUN_FILE, written by `check --calibrate`), else the package's
+        (also where the run's was fitted to other weights: a notice says so)."""
+        own = cls.read(Path(run) / RUN_FILE)
+        if stale(run, own.weights, Path(run) / RUN_FILE, f"seq2seq check --calibrate --run {run}"):
+            return cls.read()
+        return own
 
     @classmethod
     def from_json(cls, text: str) -> "Calibration":
+        """A calibration from its JSON, every field checked (a ValueError naming it otherwise)."""
         data = json.loads(text)
-        return cls(
-            Detector(**data["omission"]), Detector(**data["hallucination"]), float(data["unsure_word"]),
-            str(data["fitted_on"]),
-        )  # fmt: skip
+        if not isinstance(data, dict) or not {"omission", "hallucination", "unsure_word", "fitted_on"} <= set(
+            data
+        ):
+            raise ValueError("give omission, hallucination, unsure_word and fitted_on")
+        unknown = set(data) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown field {sorted(unknown)[0]!r}")
+        check("unsure_word", data["unsure_word"], float, "calibration")
+        check("fitted_on", data["fitted_on"], str, "calibration")
+        check("weights", data.get("weights"), str | None, "calibration")
+        detectors = [detector(data[name], name) for name in ("omission", "hallucination")]
+        return cls(*detectors, float(data["unsure_word"]), data["fitted_on"], data.get("weights"))
 
     def write(self, path: Path) -> None:
         write_atomic(Path(path), (json.dumps(asdict(self), indent=1) + "\n").encode("utf-8"))
+
+
+def detector(data: object, name: str) -> Detector:
+    """A Detector from JSON: one mean and scale a feature, a weight a feature and the bias, all
+    finite (a scale above 0), a threshold that is a number of at least 0 (inf: never raised)."""
+    n = len(FEATURES)
+    if not isinstance(data, dict) or set(data) != {"mean", "scale", "weights", "threshold"}:
+        raise ValueError(f"{name} must hold mean, scale, weights and threshold")
+    for key, size in (("mean", n), ("scale", n), ("weights", n + 1)):
+        values = data[key]
+        if not isinstance(values, list) or len(values) != size:
+            raise ValueError(f"{name}.{key} must be a list of {size} numbers ({n} features)")
+        for i, value in enumerate(values):
+            check(
+                f"{name}.{key}[{i}]", value, float, "calibration", (1e-12, None) if key == "scale" else None
+            )
+    threshold = data["threshold"]
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not threshold >= 0:
+        raise ValueError(f"{name}.threshold must be a number of at least 0, not {threshold!r:.40}")
+    return Detector([float(v) for v in data["mean"]], [float(v) for v in data["scale"]],
+                    [float(v) for v in data["weights"]], float(threshold))  # fmt: skip
 
 
 def fit(wrong: torch.Tensor, right: torch.Tensor, steps: int = 2000) -> Detector:

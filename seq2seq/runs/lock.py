@@ -1,14 +1,15 @@
-"""One writer per run directory: `train` and `tokenize` hold an exclusive lock on `<run>/.lock` while
-they write. The operating system drops the lock when its holder dies, even by kill -9, so a lock is
-never stale. Readers (`translate`, `evaluate`, `score`, `export`) take no lock: every file they
-read is replaced whole, by rename."""
+"""One writer per run directory: `train`, `tokenize`, `align-train`, `check --calibrate` and
+`import` (over an existing run) hold an exclusive lock on `<run>/.lock` while they write. The
+operating system drops the lock when its holder dies, even by kill -9, so a lock is never stale.
+Readers (`translate`, `evaluate`, `score`, `export`) take no lock: every file they read is
+replaced whole, by rename."""
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from seq2seq.atomic import open_no_follow
+from seq2seq.atomic import open_no_follow, write_dir
 from seq2seq.errors import Seq2SeqError
 
 LOCK = ".lock"
@@ -57,6 +58,13 @@ def run_lock(run_dir: Path) -> Iterator[None]:
             os.close(fd)  # closing the descriptor releases the lock
     finally:
         _remove_empty(made)
+
+
+def replace_run(run_dir: Path, writer) -> None:
+    """`atomic.write_dir` of a run directory (`import`), under the run's lock where the folder is
+    there already: a run another command writes is never replaced under it."""
+    with run_lock(run_dir) if run_dir.is_dir() else nullcontext():
+        write_dir(run_dir, writer)
 
 
 def _holds_only_the_lock(run_dir: Path) -> bool:
