@@ -84,12 +84,14 @@ def test_a_request_at_a_limit_leaves_health_answering(url, body):
         heavy.join(60)
 
 
-@pytest.mark.parametrize("document", [" " * 50_000, "a b\r\n" * 10_000, "word " * 20_000 + "\n\n" * 2_000])
+@pytest.mark.parametrize(
+    "document", [" " * 2_000_000, "a b\r\n" * 50_000, "word " * 200_000 + "\n\n" * 20_000]
+)
 def test_a_text_document_is_read_in_linear_time(document):
-    def seconds(text: str) -> float:
-        return min(_timed(parse, text, "text") for _ in range(3))
+    def seconds(text: str) -> float:  # the least of five: a busy machine only ever adds time
+        return min(_timed(parse, text, "text") for _ in range(5))
 
-    assert seconds(document * 4) <= 5 * max(seconds(document), 1e-3)
+    assert seconds(document * 4) <= 5 * max(seconds(document), 0.005)
 
 
 def _timed(function, *args) -> float:

@@ -192,13 +192,13 @@ def test_the_server_refuses_bad_pairs_in_one_json_line(run):
     from tests.serve_helpers import make_app
 
     with TestClient(make_app(run)) as client:
-        for body in (
-            {"source": SOURCES[:2], "translation": SOURCES[:1]},  # counts differ
-            {"source": ["a dog"], "translation": ["chien " * 100]},  # past the model's limit
-        ):
-            said = client.post("/check", json=body)
-            assert 400 <= said.status_code < 500 and said.headers["content-type"] == "application/json"
-            assert said.json()["error"].count("\n") == 0, said.json()
+        counts_differ = {"source": SOURCES[:2], "translation": SOURCES[:1]}
+        said = client.post("/check", json=counts_differ)
+        assert 400 <= said.status_code < 500 and said.headers["content-type"] == "application/json"
+        assert said.json()["error"].count("\n") == 0, said.json()
+        one_long = {"source": ["a dog", "a cat"], "translation": ["chien " * 100, "chat"]}
+        long = client.post("/check", json=one_long).json()
+        assert long[0]["flags"] == ["too long"] and long[1]["words"]
         said = client.post("/translate", json={"text": "a dog", "confidence": "yes"})
         assert said.status_code == 422
         blank = client.post("/check", json={"source": ["a dog", ""], "translation": ["", "un chat"]})

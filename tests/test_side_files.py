@@ -72,3 +72,21 @@ def test_a_command_that_writes_into_a_run_waits_for_no_other_writer(cli, copied,
         said = cli(*command, "--run", copied, "--data-dir", corpus_dir)
     assert said.code == 2 and "is being written by another seq2seq" in said.err, said.err
     assert sorted(p.name for p in copied.iterdir()) == before
+
+
+def test_check_flags_a_pair_it_cannot_check_on_its_own_line_and_answers_the_rest(cli, run, tmp_path):
+    long = " ".join(["chien"] * 400)
+    (tmp_path / "src.txt").write_text(f"a dog runs\n\n{long}\nthe cat sleeps\n")
+    (tmp_path / "tgt.txt").write_text(f"un chien court\n\n{long}\nle chat dort\n")
+    said = cli(
+        "check", "--run", run, "--source", tmp_path / "src.txt", "--target", tmp_path / "tgt.txt", "--json"
+    )
+    assert said.code == 0, said.err
+    answers = [json.loads(line) for line in said.out.splitlines()]
+    assert len(answers) == 4 and answers[1]["flags"] == [] and answers[2]["flags"] == ["too long"]
+    assert answers[0]["words"] and answers[3]["words"]  # the others checked
+    (tmp_path / "tgt.txt").write_text("un chien court\n\nchien\nle chat dort\n")
+    said = cli(
+        "check", "--run", run, "--source", tmp_path / "src.txt", "--target", tmp_path / "tgt.txt", "--json"
+    )
+    assert "source cut" in json.loads(said.out.splitlines()[2])["flags"]

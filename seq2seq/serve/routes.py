@@ -27,7 +27,7 @@ from seq2seq.serve.requests import (
     TranslateResponse,
 )
 from seq2seq.trust.calibration import Calibration
-from seq2seq.trust.flags import answers, to_check
+from seq2seq.trust.flags import answers, checkable
 from seq2seq.views.explorer import maps_json
 
 router = APIRouter()
@@ -183,12 +183,12 @@ async def check(request: CheckRequest, http: Request) -> list[dict]:
 async def trusted(state: Served, http: Request, sources: list[str], translations: list[str]) -> list[dict]:
     """Each pair's trust, as `seq2seq check --json` answers: the pairs with no blank side checked
     by the worker (a job of its own)."""
-    todo, blanks = to_check(sources, translations)
+    todo, blanks, cut = checkable(state.model, state.tokenizer, sources, translations)
     found = []
     if todo:
         job = Job("check", [sources[i] for i in todo], GREEDY, [translations[i] for i in todo])
         found = await state.answer(http, job)
-    return answers(dict(zip(todo, found, strict=True)), blanks, state.calibration)
+    return answers(dict(zip(todo, found, strict=True)), blanks, state.calibration, cut)
 
 
 @router.get("/health")

@@ -67,19 +67,44 @@ def to_check(sources: list[str], targets: list[str]) -> tuple[list[int], list[st
     return [i for i, blank in enumerate(blanks) if blank is None], blanks
 
 
-def answers(found: dict[int, Signals], blanks: list[str | None], calibration: Calibration) -> list[dict]:
-    """Each pair's answer: from its signals (`found`, by index) or its blank side."""
-    return [answer(found.get(i), calibration, blank or None) for i, blank in enumerate(blanks)]
+def checkable(model, tokenizer, sources: list[str], targets: list[str]) -> tuple[list[int], list, set[int]]:
+    """`to_check`, less the pairs whose translation is longer than the model's longest output
+    (flagged "too long" in their place, the others still checked), and the pairs whose source the
+    model reads cut to its longest source (checked, and flagged "source cut")."""
+    todo, blanks = to_check(sources, targets)
+    most = model.cfg.max_positions - 1  # the longest output, and the longest source before its EOS
+    lengths = tokenizer.encode([targets[i] for i in todo], "target")
+    for i, ids in zip(todo, lengths, strict=True):
+        if len(ids) > most:
+            blanks[i] = "too long"
+    todo = [i for i in todo if blanks[i] is None]
+    cut = {
+        i
+        for i, ids in zip(todo, tokenizer.encode([sources[i] for i in todo]), strict=True)
+        if len(ids) > most
+    }
+    return todo, blanks, cut
+
+
+def answers(
+    found: dict[int, Signals], blanks: list[str | None], calibration: Calibration, cut: set[int] = frozenset()
+) -> list[dict]:
+    """Each pair's answer: from its signals (`found`, by index) or its blank side; a pair whose
+    source was cut also flagged "source cut" (an omission in its tail cannot be seen)."""
+    out = [answer(found.get(i), calibration, blank or None) for i, blank in enumerate(blanks)]
+    for i in cut:
+        out[i]["flags"].append("source cut")
+    return out
 
 
 def check_translations(
     model, tokenizer, sources: list[str], targets: list[str], calibration: Calibration, **checking
 ) -> list[dict]:
-    """Each pair's answer, in order; a pair with a blank side is flagged, not checked. `checking`:
-    check_pairs' batch_size and dependence."""
-    todo, blanks = to_check(sources, targets)
+    """Each pair's answer, in order; a pair with a blank side or a translation too long for the
+    model is flagged, not checked. `checking`: check_pairs' batch_size and dependence."""
+    todo, blanks, cut = checkable(model, tokenizer, sources, targets)
     found = check_pairs(model, tokenizer, [sources[i] for i in todo], [targets[i] for i in todo], **checking)
-    return answers(dict(zip(todo, found, strict=True)), blanks, calibration)
+    return answers(dict(zip(todo, found, strict=True)), blanks, calibration, cut)
 
 
 def piece_marks(a: dict, source: list[str], target: list[str], calibration: Calibration) -> dict:
