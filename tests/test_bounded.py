@@ -123,3 +123,26 @@ def test_a_binary_document_is_refused_at_its_first_chunk(tmp_path, monkeypatch):
     (tmp_path / "big.txt").write_bytes(b"a dog runs.\n" * 20_000)
     with pytest.raises(Seq2SeqError, match="the most a document may be"):
         document.read_document(tmp_path / "big.txt")
+
+
+@pytest.mark.parametrize(
+    "text, fmt, words",
+    [
+        ("A dog \ud800 runs.", "text", "not valid Unicode (a lone surrogate"),
+        ("<p>a \ud800</p>", "html", "not valid Unicode (a lone surrogate"),
+        ("1\n99999999999:00:00,000 --> 99999999999:00:01,000\nA dog.\n", "srt", "not a SubRip file"),
+    ],
+)
+def test_a_document_the_server_cannot_read_is_a_422_line(url, text, fmt, words):
+    status, answer = post(f"{url}/translate", {"text": text, "format": fmt, "max_len": 6})
+    assert status == 422 and words in answer["error"], answer
+
+
+@pytest.mark.parametrize("ends", ["\n", "\r\n", "\r"])
+def test_markdown_keeps_its_line_ends_and_blocks(ends):
+    text = ends.join(["# A dog", "", "A cat", "sleeps.", "", "- one", "- two", ""])
+    layout = parse(text, "markdown")
+    assert [run.text for run in layout.runs] == ["A dog", "A cat sleeps.", "one", "two"]
+    assert layout.render([r.text for r in layout.runs]) == ends.join(
+        ["# A dog", "", "A cat sleeps.", "", "- one", "- two", ""]
+    )

@@ -72,8 +72,11 @@ def test_terms_are_checked_before_any_line(loaded):
     model, tokenizer = loaded
     translator = LineTranslator(model, tokenizer, DecodeOptions(beam=1), steer(include=("chien",)))
     with pytest.raises(Seq2SeqError):
-        translator.notices(len(LINES))  # constraints need a beam of at least 2 (or more terms)
-    assert LineTranslator(model, tokenizer, DecodeOptions(beam=3), steer(include=("chien",))).notices(3) == []
+        translator.notices(LINES)  # constraints need a beam of at least 2 (or more terms)
+    assert (
+        LineTranslator(model, tokenizer, DecodeOptions(beam=3), steer(include=("chien",))).notices(LINES)
+        == []
+    )
 
 
 def test_steering_errors_name_their_fields_and_the_command_line_spells_them_as_flags():

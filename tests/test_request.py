@@ -250,3 +250,18 @@ def test_attention_explains_the_translation_as_translate_prints_it(server):
     answer = server.post("/attention", json={"text": line, **ASKED})
     assert answer.status_code == 200 and answer.json()["translation"] == said == said.upper(), answer.text
     assert "".join(answer.json()["target"][:-1]).replace("\u2581", " ").strip() == said
+
+
+def test_a_glossary_line_asking_more_terms_than_the_beam_holds_is_refused_before_any_line(cli, run, tmp_path):
+    (tmp_path / "g.tsv").write_text("dog\tchien\ncat\tchat\nsun\tsoleil\n")
+    lines = ["a dog runs"] * 600 + ["a dog and a cat in the sun"]  # the 601st: past a first group
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")
+    said = cli(
+        "translate", "--run", run, "--beam", "3", "--glossary", tmp_path / "g.tsv", "--input",
+        tmp_path / "in.txt", "--output", tmp_path / "out.txt",
+    )  # fmt: skip
+    assert said.code == 2 and "input line 601 holds 3 glossary terms" in said.err, said.err
+    assert (
+        list(tmp_path.iterdir()) == [tmp_path / "g.tsv", tmp_path / "in.txt"]
+        or not (tmp_path / "out.txt").exists()
+    )

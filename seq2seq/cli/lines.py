@@ -28,7 +28,7 @@ def translate_lines(
         run, device, quantize = loading
         model, tokenizer = load_run(run, device, quantize=quantize, packed=True)
         translator = LineTranslator(model, tokenizer, options, steer, views, confidence_of(args, run), policy)
-        for notice in translator.notices(len(texts) if texts else None):
+        for notice in translator.notices(texts or None):
             display.warn(notice)
         if live:
             groups = prompted_lines()

@@ -46,16 +46,16 @@ def _text(text: str) -> Layout:
     pieces: list[str] = []  # what stands before each run, then what follows the last
     runs: list[Run] = []
     pending: list[str] = []  # what has come since the last run
-    paragraph: list[tuple[str, str]] = []  # the lines of the paragraph under way: (body, end)
+    paragraph: list[str] = []  # the lines of the paragraph under way, without their ends
+    last_end = [""]  # the end of its last line
 
     def close() -> None:
         if not paragraph:
             return
-        first, (last, end) = paragraph[0][0], paragraph[-1]
-        lead, kept = first[: len(first) - len(first.lstrip())], last[len(last.rstrip()) :]
-        pieces.append("".join([*pending, lead]))
-        runs.append(Run(" ".join(body.strip() for body, _ in paragraph)))
-        pending[:] = [kept, end]
+        first, last = paragraph[0], paragraph[-1]
+        pieces.append("".join([*pending, first[: len(first) - len(first.lstrip())]]))
+        runs.append(Run(" ".join(body.strip() for body in paragraph)))
+        pending[:] = [last[len(last.rstrip()) :], last_end[0]]
         paragraph.clear()
 
     for match in LINE.finditer(text):
@@ -64,7 +64,8 @@ def _text(text: str) -> Layout:
             break
         body = line.rstrip("\r\n")
         if body.strip():
-            paragraph.append((body, line[len(body) :]))
+            paragraph.append(body)
+            last_end[0] = line[len(body) :]
         else:
             close()
             pending.append(line)
@@ -81,7 +82,7 @@ def _srt(text: str) -> Layout:
         raise Seq2SeqError(f"subtitles need the srt package: {INSTALL_HINT}") from None
     try:
         cues = list(srt.parse(text))
-    except (srt.SRTParseError, ValueError) as e:
+    except (srt.SRTParseError, ValueError, OverflowError) as e:  # OverflowError: an hour past C's int
         at = re.search(r"char (\d+)", str(e))
         where = f"line {text.count(chr(10), 0, int(at.group(1))) + 1}" if at else "its start"
         raise Seq2SeqError(f"not a SubRip file: a cue's index or timing is broken at {where}") from None
@@ -114,7 +115,8 @@ def _markdown(text: str) -> Layout:
     except ImportError:
         raise Seq2SeqError(f"Markdown needs markdown-it-py: {INSTALL_HINT}") from None
     tokens = MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(text)
-    lines = text.split("\n")
+    parts = re.split(r"(\r\n|\r|\n)", text)  # the lines markdown-it counts (any end), and each end
+    lines, ends = parts[0::2], parts[1::2]
     runs, places = [], []
     for token in tokens:
         if token.type != "inline" or token.map is None or not token.content.strip():
@@ -126,10 +128,11 @@ def _markdown(text: str) -> Layout:
         places.append(located)
 
     def render(outs: list[str]) -> str:
-        new = list(lines)
+        new, breaks = list(lines), [*ends, ""]
         for (first, start, last, end), out in sorted(zip(places, outs, strict=True), reverse=True):
             new[first : last + 1] = [new[first][:start] + out + new[last][end:]]
-        return "\n".join(new)
+            breaks[first : last + 1] = [breaks[last]]  # a block's lines become one
+        return "".join(line + end for line, end in zip(new, breaks, strict=True))
 
     return Layout(runs, render)
 

@@ -41,12 +41,15 @@ class Plan:
         return prefix + (self.terms[i].include if self.terms is not None else ())
 
 
-def plan(model, tokenizer, request: TranslationRequest, document=None) -> Plan:
-    """`request` checked as a whole and tokenized (`document`: its text prepared, documents/)."""
+def plan(model, tokenizer, request: TranslationRequest, prepare=None) -> Plan:
+    """`request` checked as a whole and tokenized; a document's text read and cut into sentences
+    by `prepare` (documents/translate.py's, given the text) once the request has passed."""
     options, lines = request.options, request.lines
     _check_counts(request)
     _check_request(model, request)
-    if document is not None:
+    document = None
+    if request.format != "lines":
+        document = prepare(lines[0])
         lines = document.sentences or [""]
     n = len(lines)
     forced = _prefixes(model, tokenizer, request, n)
@@ -85,6 +88,14 @@ def _check_counts(request: TranslationRequest) -> None:
 def _check_request(model, request: TranslationRequest) -> None:
     """What the fields decide together, before anything is tokenized."""
     options = request.options
+    for number, line in enumerate(request.lines, start=1):
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError as e:
+            what = "the document" if request.format != "lines" else f"line {number}"
+            raise FieldError(
+                "lines", f"{what} is not valid Unicode (a lone surrogate at {e.start})"
+            ) from None
     if request.case not in CASES:
         raise FieldError("case", f"must be one of {', '.join(CASES)}, not {request.case!r:.40}")
     if request.format not in FORMATS:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.search import Translations, decode
-from seq2seq.errors import FieldError
 from seq2seq.request.case import restored
 from seq2seq.request.plan import Plan, plan
 from seq2seq.request.request import TranslationRequest
@@ -54,14 +53,12 @@ class Translator:
 
     def check(self, request: TranslationRequest) -> Plan:
         """The request checked as a whole and tokenized; a document read and cut into sentences."""
-        document = None
-        if request.format != "lines":
-            from seq2seq.documents.translate import prepare
+        from seq2seq.documents.translate import prepare
 
-            if len(request.lines) != 1:
-                raise FieldError("lines", "a document is one text, translated whole")
-            document = prepare(self.model, self.tokenizer, request.lines[0], request.format, request.lang)
-        return plan(self.model, self.tokenizer, request, document)
+        def read(text: str):
+            return prepare(self.model, self.tokenizer, text, request.format, request.lang)
+
+        return plan(self.model, self.tokenizer, request, read)
 
     def search(self, plans: list[Plan], batch_size: int | None = None) -> list[Translations]:
         """Plans of equal options searched together (their lines in one length-sorted pass), each

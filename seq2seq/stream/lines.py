@@ -72,10 +72,10 @@ class LineTranslator:
         self.policy = policy or {}
         self.translator = Translator(model, tokenizer, calibration)
 
-    def notices(self, lines: int | None) -> list[str]:
+    def notices(self, texts: list[str] | None) -> list[str]:
         """What to say before the first line (an output limit past the model's), after what can be
-        checked of the terms (`lines`: the input's count where it is read whole) has been."""
-        self.steer.terms.check(self.translator, self.options, lines, self.policy)
+        checked of the terms (`texts`: the input's lines where it is read whole) has been."""
+        self.steer.terms.check(self.translator, self.options, texts, self.policy)
         return list(length_notices(self.model, self.options))
 
     def translate(self, lines: list[str], first: int) -> Group:

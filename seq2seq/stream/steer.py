@@ -54,18 +54,27 @@ class Terms:
         )
         self.given = bool(self.include or self.avoid or self.per_line is not None or self.glossary)
 
-    def check(self, translator, options, lines: int | None, policy: dict) -> None:
-        """What can be checked before any line is translated (`lines`: the input's count, when it
+    def check(self, translator, options, texts: list[str] | None, policy: dict) -> None:
+        """What can be checked before any line is translated (`texts`: the input's lines, when it
         is read whole), by the request's one check: every term of the file and the command line,
-        and each glossary term beside them (a line's other matches are checked with it, when it
-        comes)."""
+        each glossary term beside them, and how many terms each input line's glossary matches
+        ask for (a beam holds one fewer than its size)."""
         from seq2seq.decoding.terms import Terms as LineTerms
         from seq2seq.request.request import TranslationRequest
 
         if not self.given:
             return
         if self.per_line is not None:
-            check_count(self.per_line, lines, self.path, "constraints_file")
+            check_count(self.per_line, len(texts), self.path, "constraints_file")
+        if self.glossary is not None and texts is not None:
+            most = options.beam - 1 - len(self.include)
+            for number, line in enumerate(texts, start=1):
+                if len(self.glossary.terms(line)) > most:
+                    raise FieldError(
+                        ("glossary", "beam"),
+                        f"input line {number} holds {len(self.glossary.terms(line))} glossary terms; with "
+                        f"the other terms a beam of {options.beam} holds at most {most}: raise the beam",
+                    )
         every = self.per_line or [LineTerms()]
         blank = [""] * len(every)
         translator.check(TranslationRequest(blank, options, None, self.include, self.avoid, every, **policy))
@@ -133,8 +142,8 @@ class Steer:
         written; else None: streamed)."""
         prefixes = prefix_lines(args.prefix, args.prefix_file)
         terms = Terms(args.constraint, args.avoid, args.constraints_file, args.glossary, args.ignore_case)
-        if prefixes is not None or terms.per_line is not None:
-            texts = texts or whole(args.input)
+        if prefixes is not None or terms.per_line is not None or terms.glossary is not None:
+            texts = texts or whole(args.input)  # paired with the input, or its terms counted, up front
         if prefixes is not None:
             check_count(prefixes, len(texts), args.prefix_file)
         return cls(args.prefix, prefixes, TraceFile(args.beam_trace), terms), texts
