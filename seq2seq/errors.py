@@ -28,3 +28,10 @@ class FieldError(Seq2SeqError):
         self.fields = (fields,) if isinstance(fields, str) else tuple(fields)
         self.message = message
         super().__init__(f"{', '.join(self.fields)}: {message}")
+
+
+def spelled_fields(error: Exception, names: dict[str, str], default) -> list[str] | None:
+    """The fields a FieldError names, as an edge spells them (`names`, else `default(field)`),
+    each once; None for any other error."""
+    fields = getattr(error, "fields", None)
+    return list(dict.fromkeys(names.get(f) or default(f) for f in fields)) if fields else None

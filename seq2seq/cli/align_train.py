@@ -46,8 +46,10 @@ class AlignTrainArgs:
 def align_train(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device: str = DEVICE, **given):
     """Fit an alignment layer to the run (the model itself is left as it is): its training pairs,
     eflomal's links of them as the teacher (the `align` extra), minutes on a CPU."""
+    from seq2seq.alignment.aligner import SETTINGS, fit, fit_together, save
     from seq2seq.alignment.runs import check_turned_round
     from seq2seq.data.corpus import load_pairs
+    from seq2seq.runs.load import load_run
     from seq2seq.runs.lock import run_lock
     from seq2seq.runs.recipe import stored_languages
 
@@ -58,31 +60,22 @@ def align_train(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device:
     corpus, src, tgt = stored_languages(run)
     pairs = load_pairs(corpus, "train", src, tgt, data_dir)[: args.pairs or None]
     with run_lock(run), run_lock(reverse) if reverse is not None else nullcontext():
-        fit_into(run, reverse, pairs, (src, tgt), args, device)
-
-
-def fit_into(run: Path, reverse: Path | None, pairs: list, langs: tuple[str, str], args, device: str) -> None:
-    """The layer (or the two, with `reverse`) fitted and written, the runs locked by the caller."""
-    from seq2seq.alignment.aligner import SETTINGS, fit, fit_together, save
-    from seq2seq.runs.load import load_run
-
-    src, tgt = langs
-    model = load_run(run, device)
-    if reverse is None:
-        fitted = [(run, *fit(*model, pairs, (src, tgt), args.epochs, display.note))]
-    else:
-        both = fit_together(
-            model, load_run(reverse, device), pairs, (src, tgt), args.epochs, args.agreement, display.note
-        )
-        fitted = [(where, *found) for where, found in zip((run, reverse), both, strict=True)]
-    for where, layer, settings in fitted:
-        save(where, layer, settings)
-        chosen = f"threshold {settings['threshold']:g}"
-        if settings["dev_aer"] is not None:
-            chosen += f", chosen on the gold set's development half (AER {settings['dev_aer']:.3f})"
-        display.note(
-            f"wrote the alignment layer into {where} ({SETTINGS}: {chosen}); `seq2seq align` reads it"
-        )
+        model = load_run(run, device)
+        if reverse is None:
+            fitted = [(run, *fit(*model, pairs, (src, tgt), args.epochs, display.note))]
+        else:
+            both = fit_together(
+                model, load_run(reverse, device), pairs, (src, tgt), args.epochs, args.agreement, display.note
+            )
+            fitted = [(where, *found) for where, found in zip((run, reverse), both, strict=True)]
+        for where, layer, settings in fitted:
+            save(where, layer, settings)
+            chosen = f"threshold {settings['threshold']:g}"
+            if settings["dev_aer"] is not None:
+                chosen += f", chosen on the gold set's development half (AER {settings['dev_aer']:.3f})"
+            display.note(
+                f"wrote the alignment layer into {where} ({SETTINGS}: {chosen}); `seq2seq align` reads it"
+            )
 
 
 with_parameters(align_train, field_parameters(AlignTrainArgs))

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.decoding.options import GREEDY_HELP, OPTIONS, DecodeOptions, chosen
+from seq2seq.errors import spelled_fields
 from seq2seq.fields import option_default, option_names
 from seq2seq.models.configs import CONFIGS
 from seq2seq.training.config import TrainConfig
@@ -149,7 +150,7 @@ POLICY = ("case", "avoid_exact")  # a request's fields that are options of the c
 
 def request_parameters(names: tuple[str, ...] = POLICY) -> list[inspect.Parameter]:
     """The options of the TranslationRequest fields `names` (request/request.py declares them)."""
-    from seq2seq.request.request import TranslationRequest
+    from seq2seq.request.request import TranslationRequest  # no torch: its fields are declarations
 
     return field_parameters(TranslationRequest, names)
 
@@ -189,22 +190,15 @@ def run_dir(run: Path | None, corpus: str = "multi30k", src: str = "en", tgt: st
     return run or Path("runs") / f"{corpus_name(corpus)}-{src}-{tgt}"
 
 
-# the library names a request's fields (request/request.py's FieldError); the command line spells
-# each as its flag, here and nowhere else (a field not named here: --its-name)
-FLAGS = {
-    "lines": "TEXT",
-    "prefixes": "--prefix",
-    "include": "--constraint",
-    "per_line": "--constraints-file",
-    "trace": "--beam-trace",
-    "bf16": "--bf16",
-}
+# the library names fields (errors.FieldError); the command line spells each as its flag, here and
+# nowhere else (a field not named here: --its-name)
+FLAGS = {"lines": "TEXT", "prefixes": "--prefix", "include": "--constraint", "per_line": "--constraints-file",
+         "trace": "--beam-trace"}  # fmt: skip
 
 
 def spelled(error: Exception) -> str:
     """A library error in the command line's words: the fields it names as flags."""
-    fields = getattr(error, "fields", None)
-    if not fields:
-        return str(error)
-    flags = [FLAGS.get(name, "--" + name.replace("_", "-")) for name in fields]
-    return f"Invalid value for {', '.join(repr(f) for f in flags)}: {error.message}"
+    flags = spelled_fields(error, FLAGS, lambda name: "--" + name.replace("_", "-"))
+    return (
+        str(error) if flags is None else f"Invalid value for {', '.join(map(repr, flags))}: {error.message}"
+    )

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import Seq2SeqError, spelled_fields
 
 
 class ErrorBody(BaseModel):
@@ -56,8 +56,8 @@ def add_error_handlers(app: FastAPI) -> None:
         return failure(500, f"internal error ({type(error).__name__}); the server keeps serving")
 
 
-# the library names a request's fields (request/request.py's FieldError); a body names them thus,
-# here and nowhere else (a field not named here: its own name)
+# the library names fields (errors.FieldError); a body names them thus, here and nowhere else (a
+# field not named here: its own name)
 NAMES = {
     "lines": "text",
     "prefixes": "prefix",
@@ -69,10 +69,8 @@ NAMES = {
 
 def spelled(error: Exception) -> str:
     """A library error in the body's words: the fields it names as JSON names."""
-    fields = getattr(error, "fields", None)
-    if not fields:
-        return str(error)
-    return f"{', '.join(dict.fromkeys(NAMES.get(f, f) for f in fields))}: {error.message}"
+    names = spelled_fields(error, NAMES, str)
+    return str(error) if names is None else f"{', '.join(names)}: {error.message}"
 
 
 def failure(status: int, message: str, headers: dict | None = None) -> JSONResponse:
