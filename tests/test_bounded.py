@@ -146,3 +146,11 @@ def test_markdown_keeps_its_line_ends_and_blocks(ends):
     assert layout.render([r.text for r in layout.runs]) == ends.join(
         ["# A dog", "", "A cat sleeps.", "", "- one", "- two", ""]
     )
+
+
+def test_a_glossary_is_counted_before_it_is_read():
+    from seq2seq.decoding.terms import MAX_GLOSSARY, Glossary
+    from seq2seq.errors import Seq2SeqError
+
+    with pytest.raises(Seq2SeqError, match="above the 100000 a glossary may hold"):
+        Glossary.parse(["dog\tchien"] * (10 * MAX_GLOSSARY), "g.tsv")

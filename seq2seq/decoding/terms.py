@@ -132,6 +132,9 @@ def constraints_line(text: str, where: str) -> Terms:
     return Terms(tuple(lists[0]), tuple(lists[1]))
 
 
+MAX_GLOSSARY = 100_000  # entries: one pattern of them all compiles in about 3 s
+
+
 @dataclass(frozen=True)
 class Glossary:
     """Source term -> target term: a line whose source holds the source term (as whole words,
@@ -143,6 +146,8 @@ class Glossary:
 
     @classmethod
     def parse(cls, lines: list[str], name: str, ignore_case: bool = False) -> "Glossary":
+        if len(lines) > MAX_GLOSSARY:  # counted before any is read: its pattern grows with each
+            raise Seq2SeqError(f"{name} has {len(lines)} lines, above the {MAX_GLOSSARY} a glossary may hold")
         entries = []
         for number, line in enumerate(lines, start=1):
             if not line.strip():
