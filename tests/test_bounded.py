@@ -63,16 +63,18 @@ def health_p95(url: str, probes: int = 40) -> float:
     "body",
     [
         {"text": " " * MAX_CHARS * MAX_LINES, "format": "text"},  # a document of spaces at the limit
-        {"text": ("a dog runs. " * 80 + "\n\n") * 200, "format": "text"},
-        {"text": ["a dog runs"] * 4, "avoid": terms(MAX_AVOID), "constraints": terms(1)},
+        {"text": ("a dog runs. " * 80 + "\n\n") * 20, "format": "text"},  # 1,600 sentences
+        {"text": ["a dog runs"] * 4, "avoid": terms(MAX_AVOID), "constraints": ["un chat"]},
+        {"text": ["a dog runs"] * MAX_LINES, "prefix": ["un " * 40] * MAX_LINES, "max_len": 50},
+        {"text": ["a " * (MAX_CHARS // 2 - 1)] * MAX_LINES, "greedy": True},
     ],
 )
 def test_a_request_at_a_limit_leaves_health_answering(url, body):
-    stop = threading.Event()
+    stop, answered = threading.Event(), []
 
     def load():
         while not stop.is_set():
-            post(f"{url}/translate", {"max_len": 6, **body})
+            answered.append(post(f"{url}/translate", {"max_len": 6, **body})[0])
 
     heavy = threading.Thread(target=load, daemon=True)
     heavy.start()
@@ -82,6 +84,7 @@ def test_a_request_at_a_limit_leaves_health_answering(url, body):
     finally:
         stop.set()
         heavy.join(60)
+    assert set(answered) == {200}  # at the limit, not past it: the work was done
 
 
 @pytest.mark.parametrize(
