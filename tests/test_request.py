@@ -265,3 +265,25 @@ def test_a_glossary_line_asking_more_terms_than_the_beam_holds_is_refused_before
         list(tmp_path.iterdir()) == [tmp_path / "g.tsv", tmp_path / "in.txt"]
         or not (tmp_path / "out.txt").exists()
     )
+
+
+def test_every_term_is_tokenized_once_a_request(loaded):
+    from collections import Counter
+
+    model, tokenizer = loaded
+    asked = Counter()
+
+    class Counting:
+        """The run's tokenizer, counting the target texts it is asked to encode."""
+
+        def __getattr__(self, name):
+            return getattr(tokenizer, name)
+
+        def encode(self, texts, side="source"):
+            if side == "target":
+                asked.update(texts)
+            return tokenizer.encode(texts, side)
+
+    request = TranslationRequest(LINES, DecodeOptions(beam=3), include=("chien",), avoid=("un",))
+    checked = Translator(model, Counting()).check(request)
+    assert len(checked.banked) == 40 and asked["chien"] == asked["un"] == 1 and max(asked.values()) == 1

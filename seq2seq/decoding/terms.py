@@ -28,20 +28,21 @@ class Terms:
 
 
 def constraint_ids(
-    tokenizer, terms: list[Terms] | None, lines: int, beam: int, limit: int
+    tokenizer, terms: list[Terms] | None, lines: int, beam: int, limit: int, encoded: dict | None = None
 ) -> list[LineConstraints | None]:
     """Each line's constraints as target pieces (None for none): a one-line error for a count other
     than the lines', a term the tokenizer cannot spell, phrases that need more output than
-    `limit` or more banks than the beam has, or a phrase to include that holds one to avoid."""
+    `limit` or more banks than the beam has, or a phrase to include that holds one to avoid.
+    `encoded`: text -> pieces, each term tokenized once however many lines hold it (`term_ids`)."""
     if terms is None:
         return [None] * lines
     if len(terms) != lines:
         raise Seq2SeqError(f"{lines} lines but {len(terms)} lines of constraints; give one a line")
     out: list[LineConstraints | None] = []
-    joins = word_joins(tokenizer)
+    joins, encoded = word_joins(tokenizer), {} if encoded is None else encoded
     for number, line in enumerate(terms, start=1):
-        include = _phrases(tokenizer, line.include, number)
-        avoid = _phrases(tokenizer, line.avoid, number)
+        include = _phrases(tokenizer, line.include, number, encoded)
+        avoid = _phrases(tokenizer, line.avoid, number, encoded)
         include = _outermost(include)
         if len(include) >= beam:
             raise Seq2SeqError(
@@ -91,17 +92,21 @@ def holds(phrase: Phrase, part: Phrase) -> bool:
     return any(phrase[i : i + n] == part for i in range(len(phrase) - n + 1))
 
 
-def term_ids(tokenizer, text: str) -> Phrase:
-    """A term's target pieces."""
-    return tuple(tokenizer.encode([text], "target")[0])
+def term_ids(tokenizer, text: str, encoded: dict | None = None) -> Phrase:
+    """A term's target pieces, kept in `encoded` (text -> pieces) when given: tokenized once."""
+    if encoded is None:
+        return tuple(tokenizer.encode([text], "target")[0])
+    if text not in encoded:
+        encoded[text] = tuple(tokenizer.encode([text], "target")[0])
+    return encoded[text]
 
 
-def _phrases(tokenizer, texts: tuple[str, ...], number: int) -> dict[str, Phrase]:
+def _phrases(tokenizer, texts: tuple[str, ...], number: int, encoded: dict) -> dict[str, Phrase]:
     """text -> its target pieces, each phrase once."""
     phrases: dict[str, Phrase] = {}
     seen: set[Phrase] = set()
     for text in texts:
-        ids = term_ids(tokenizer, text)
+        ids = term_ids(tokenizer, text, encoded)
         if not ids or UNK_ID in ids:
             why = "is blank" if not ids else "holds characters the tokenizer has no piece for"
             raise Seq2SeqError(f"line {number}: the constraint {text[:40]!r} {why}")

@@ -142,20 +142,21 @@ def variants(term: str) -> tuple[str, ...]:
 def _banked(tokenizer, terms: list[Terms], exact: bool, beam: int, room: int) -> list[LineConstraints | None]:
     """Each line's terms as pieces, checked (`constraint_ids`); a term to avoid in its case
     variants too (unless `exact`), each that the tokenizer can spell and no term to include holds."""
+    encoded: dict = {}  # text -> pieces: every term tokenized once in the request
     if not exact:
-        terms = [Terms(t.include, _with_variants(tokenizer, t)) for t in terms]
+        terms = [Terms(t.include, _with_variants(tokenizer, t, encoded)) for t in terms]
     try:
-        return constraint_ids(tokenizer, terms, len(terms), beam, room)
+        return constraint_ids(tokenizer, terms, len(terms), beam, room, encoded)
     except Seq2SeqError as e:
         raise FieldError(("include", "avoid"), str(e)) from None
 
 
-def _with_variants(tokenizer, terms: Terms) -> tuple[str, ...]:
-    included = [term_ids(tokenizer, t) for t in terms.include]
+def _with_variants(tokenizer, terms: Terms, encoded: dict) -> tuple[str, ...]:
+    included = [term_ids(tokenizer, t, encoded) for t in terms.include]
     out = list(terms.avoid)
     for term in terms.avoid:
         for variant in variants(term)[1:]:
-            ids = term_ids(tokenizer, variant)
+            ids = term_ids(tokenizer, variant, encoded)
             if ids and UNK_ID not in ids and not any(holds(phrase, ids) for phrase in included):
                 out.append(variant)
     return tuple(dict.fromkeys(out))
