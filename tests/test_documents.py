@@ -330,3 +330,26 @@ def test_a_documents_explorer_holds_each_sentence_with_its_maps(run, cli, tmp_pa
     shown = [s for s, t in zip(done.sources, done.result.best, strict=True) if t]  # a blank one has no map
     assert [s["source_text"] for s in data["sentences"]] == shown
     assert all(s["kinds"]["cross"]["weights"] and s["alternatives"] for s in data["sentences"])
+
+
+@pytest.mark.parametrize(
+    "html, kept",
+    [
+        ("<p>A dog <!-- a note --> runs on the beach.</p>", "<!-- a note -->"),
+        ("<p>A dog <?php echo 1 ?> runs.</p>", "<?php echo 1 ?>"),
+        ("<p>A dog <![CDATA[x < y]]> runs.</p>", "<![CDATA[x < y]]>"),
+        ("<p>A dog</br> runs.</p>", "</br>"),
+    ],
+)
+def test_markup_inside_a_sentence_is_an_atom_never_a_split_nor_lost(html, kept):
+    (run,) = parse(html, "html").runs  # one sentence: the comment does not cut it in two
+    words = run.text.split()
+    placed = place(run, [(0, len(run.text))], [run.text], [{(i, i) for i in range(len(words))}], [""])
+    assert kept in placed.text and " ".join(placed.text.replace(kept, " ").split()) == " ".join(words)
+
+
+def test_a_line_separator_before_a_paragraph_shifts_nothing():
+    text = "<p>One dog.</p>\u2028\x0c\r\x85<p>Two dogs.</p>\n<p>Three cats.</p>"
+    layout = parse(text, "html")
+    assert [run.text for run in layout.runs] == ["One dog.", "Two dogs.", "Three cats."]
+    assert layout.render(["1", "2", "3"]) == "<p>1</p>\u2028\x0c\r\x85<p>2</p>\n<p>3</p>"

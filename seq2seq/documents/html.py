@@ -27,9 +27,9 @@ class _Reader(HTMLParser):
 
     def __init__(self, text: str):
         super().__init__(convert_charrefs=True)
-        self.text, self.starts = text, [0]
-        for line in text.splitlines(keepends=True):
-            self.starts.append(self.starts[-1] + len(line))
+        # where each line starts, counted as the parser counts them (by "\n" alone: a U+2028, a
+        # form feed or a lone CR must not shift every later offset)
+        self.text, self.starts = text, [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
         self.runs: list[tuple[int, int, Run]] = []
         self.run: Run | None = None
         self.run_start = self.run_end = 0
@@ -101,7 +101,11 @@ class _Reader(HTMLParser):
             if self.run is None or not self.run.closing(self.text[start:end]):
                 raise Seq2SeqError(f"a stray </{tag}> at offset {start}: it closes nothing")
             self.run_end = end
-        elif tag not in VOID_ATOMS:
+        elif tag in VOID_ATOMS:  # `</br>`: written back as it stands
+            if self.run is not None:
+                self.run.atom(self.text[start:end])
+                self.run_end = end
+        else:
             self._boundary()
 
     def handle_data(self, data):
@@ -111,13 +115,31 @@ class _Reader(HTMLParser):
         if self.run is None and not data.strip():
             return  # spaces between blocks: kept as they are
         self._begin(start).add(data)
-        self.run_end = start + len(self.text[start:].split("<", 1)[0])
+        end = self.text.find("<", start)  # the data's end, found without copying the rest
+        self.run_end = len(self.text) if end < 0 else end
 
     def handle_comment(self, data):
-        self._boundary()
+        self._markup("-->")
+
+    def handle_pi(self, data):
+        self._markup(">")
+
+    def unknown_decl(self, data):  # a CDATA section
+        self._markup("]]>")
 
     def handle_decl(self, decl):
         self._boundary()
+
+    def _markup(self, close: str) -> None:
+        """A comment, processing instruction or CDATA section: inside a run an atom of its source
+        (it neither splits the sentence nor is lost), between runs written back as it is."""
+        if self.kept or self.run is None:
+            return
+        start = self.at()
+        end = self.text.find(close, start)
+        end = len(self.text) if end < 0 else end + len(close)
+        self.run.atom(self.text[start:end])
+        self.run_end = end
 
 
 def layout(text: str) -> Layout:
