@@ -353,3 +353,14 @@ def test_a_line_separator_before_a_paragraph_shifts_nothing():
     layout = parse(text, "html")
     assert [run.text for run in layout.runs] == ["One dog.", "Two dogs.", "Three cats."]
     assert layout.render(["1", "2", "3"]) == "<p>1</p>\u2028\x0c\r\x85<p>2</p>\n<p>3</p>"
+
+
+def test_nested_and_unknown_inline_elements_are_pairs_and_custom_elements_containers():
+    text = "<p>Available in: <b>All</b> except <b><ph>X</ph></b> today.</p>"
+    (run,) = parse(text, "html").runs
+    assert run.text == "Available in: All except X today." and len(run.pairs) == 3
+    words = run.text.split()
+    placed = place(run, [(0, len(run.text))], [run.text], [{(i, i) for i in range(len(words))}], [""])
+    assert "<b><ph>X</ph></b>" in placed.text and "<b>All</b>" in placed.text
+    layout = parse("<my-bar><h2>A title</h2><p>A dog.</p></my-bar>", "html")
+    assert [r.text for r in layout.runs] == ["A title", "A dog."]

@@ -1,5 +1,6 @@
 """HTML documents, read with the standard library's parser: every stretch of text and inline
-elements between two block boundaries is a run; inline elements (b, i, a, span, ...) are pairs,
+elements between two block boundaries is a run; inline elements (b, i, a, span, and any element
+not of HTML's blocks, nested as deep as they come) are pairs,
 their start tags written back as they were (attributes and all); line breaks, images and inline
 code are atoms; `script`, `style`, `pre`, `code`, `textarea` and every attribute are never
 translated. Everything outside the runs is written back byte for byte.
@@ -13,11 +14,24 @@ from html.parser import HTMLParser
 from seq2seq.documents.markup import Layout, Run
 from seq2seq.errors import Seq2SeqError
 
-INLINE = {
-    *("a", "abbr", "b", "bdi", "bdo", "cite", "del", "dfn", "em", "font", "i", "ins", "label", "mark"),
-    *("q", "s", "small", "span", "strong", "sub", "sup", "time", "u"),
+# the elements that end a run (HTML's block and document-level elements, and custom elements,
+# named with a hyphen, which pages use as containers); every other element, an unknown one
+# included (DocBook's or DITA's `<ph>`, `<uicontrol>`), is inline, as a browser lays it out
+BLOCK = {
+    *("address", "article", "aside", "blockquote", "body", "caption", "col", "colgroup", "dd"),
+    *("details", "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form"),
+    *("h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hgroup", "hr", "html", "legend", "li"),
+    *("link", "main", "menu", "meta", "nav", "noscript", "ol", "optgroup", "option", "p", "section"),
+    *("select", "summary", "table", "tbody", "td", "template", "tfoot", "th", "thead", "title", "tr"),
+    *("ul", "base", "iframe", "object", "video", "audio", "canvas", "frameset", "frame"),
 }
-VOID_ATOMS = {"br", "img", "wbr", "input"}
+VOID_ATOMS = {"br", "img", "wbr", "input", "area", "embed", "param", "source", "track"}
+
+
+def inline(tag: str) -> bool:
+    return tag not in BLOCK and "-" not in tag
+
+
 KEPT = {"script", "style", "pre", "code", "textarea", "kbd", "samp", "var", "svg", "math"}
 
 
@@ -68,10 +82,10 @@ class _Reader(HTMLParser):
         if tag in KEPT:
             self.kept, self.kept_start = [tag], start
             return
-        if tag in INLINE:
-            self._begin(start).opening(self.text[start:end])
-        elif tag in VOID_ATOMS:
+        if tag in VOID_ATOMS:
             self._begin(start).atom(self.text[start:end])
+        elif inline(tag):
+            self._begin(start).opening(self.text[start:end])
         else:
             self._boundary()
             return
@@ -81,7 +95,7 @@ class _Reader(HTMLParser):
         start, end = self.here()
         if self.kept:
             return
-        if tag in INLINE or tag in VOID_ATOMS:
+        if inline(tag) or tag in VOID_ATOMS:
             self._begin(start).atom(self.text[start:end])
             self.run_end = end
         else:
@@ -97,7 +111,7 @@ class _Reader(HTMLParser):
                 self.run.atom(self.text[self.kept_start : end])
                 self.run_end = end
             return
-        if tag in INLINE:
+        if inline(tag) and tag not in VOID_ATOMS:
             if self.run is None or not self.run.closing(self.text[start:end]):
                 raise Seq2SeqError(f"a stray </{tag}> at offset {start}: it closes nothing")
             self.run_end = end
