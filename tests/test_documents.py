@@ -364,3 +364,12 @@ def test_nested_and_unknown_inline_elements_are_pairs_and_custom_elements_contai
     assert "<b><ph>X</ph></b>" in placed.text and "<b>All</b>" in placed.text
     layout = parse("<my-bar><h2>A title</h2><p>A dog.</p></my-bar>", "html")
     assert [r.text for r in layout.runs] == ["A title", "A dog."]
+
+
+def test_a_markdown_cell_is_found_after_the_cells_before_it_and_a_badge_alone_is_kept():
+    table = parse("| a | b |\n|---|---|\n| chien dog | dog |\n", "markdown")
+    assert table.render(["A", "B", "C", "D"]) == "| A | B |\n|---|---|\n| C | D |\n"  # not inside "chien dog"
+    text = "# Title\n\n![badge](https://x/y.svg)\n\n[![b](https://i/x.svg)](https://l)\n\nA dog runs.\n"
+    layout = parse(text, "markdown")
+    assert [run.text for run in layout.runs] == ["Title", "A dog runs."]
+    assert layout.render(["T", "D"]) == text.replace("# Title", "# T").replace("A dog runs.", "D")

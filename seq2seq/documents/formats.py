@@ -118,14 +118,19 @@ def _markdown(text: str) -> Layout:
     parts = re.split(r"(\r\n|\r|\n)", text)  # the lines markdown-it counts (any end), and each end
     lines, ends = parts[0::2], parts[1::2]
     runs, places = [], []
+    done: dict[int, int] = {}  # line -> the column its last run ended at (a table row's cells)
     for token in tokens:
         if token.type != "inline" or token.map is None or not token.content.strip():
             continue
-        located = _locate(lines, token.map, token.content.split("\n"))
+        run = _md_run(token.children)
+        if not run.text.strip():
+            continue  # an image or a badge alone: nothing to translate, kept as it is
+        located = _locate(lines, token.map, token.content.split("\n"), done.get(token.map[0], 0))
         if located is None:
             continue  # content the source does not hold verbatim (escapes, entities): kept
-        runs.append(_md_run(token.children))
+        runs.append(run)
         places.append(located)
+        done[located[2]] = located[3]
 
     def render(outs: list[str]) -> str:
         new, breaks = list(lines), [*ends, ""]
@@ -137,10 +142,11 @@ def _markdown(text: str) -> Layout:
     return Layout(runs, render)
 
 
-def _locate(lines: list[str], span: list[int], content: list[str]):
+def _locate(lines: list[str], span: list[int], content: list[str], after: int = 0):
     """(first line, start column, last line, end column) of a block's inline content: each content
-    line found in its source line, in order."""
-    first, start = span[0], lines[span[0]].find(content[0])
+    line found in its source line, in order, the first from column `after` (a cell is sought after
+    the cells before it in its row, never inside one of them)."""
+    first, start = span[0], lines[span[0]].find(content[0], after)
     if start < 0:
         return None
     last, end = first, start + len(content[0])
