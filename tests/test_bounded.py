@@ -94,7 +94,9 @@ def test_a_text_document_is_read_in_linear_time(document):
     def seconds(text: str) -> float:  # the least of five: a busy machine only ever adds time
         return min(_timed(parse, text, "text") for _ in range(5))
 
-    assert seconds(document * 4) <= 5 * max(seconds(document), 0.005)
+    # a floor of 20 ms: timer and scheduler noise on a shared machine is not growth (the quadratic
+    # reader took 2.2 s for 40,000 spaces; these are millions)
+    assert seconds(document * 4) <= 5 * max(seconds(document), 0.02)
 
 
 def _timed(function, *args) -> float:
