@@ -140,8 +140,8 @@ class DecodeOptions:
         """Constraints make room in the beam: refuse them a search without one."""
         if self.sample or self.beam < 2:
             raise Seq2SeqError(
-                "constraints need beam search (a beam of 2 or more): greedy search and sampling have "
-                "no beam to make room for them"
+                "terms need beam search (a beam of 2 or more): greedy search and sampling have no "
+                "beam to make room for them"
             )
 
 

@@ -60,10 +60,13 @@ def plan(model, tokenizer, request: TranslationRequest, prepare=None) -> Plan:
     terms = line_terms(lines, request.include, request.avoid, request.per_line, request.glossary)
     banked = None
     if terms is not None:
-        if options.sample or options.beam < 2:
-            raise FieldError(("include", "avoid", "beam"), "terms need beam search (a beam of 2 or more)")
-        banked = _banked(tokenizer, terms, request.avoid_exact, options.beam, output_room(model, options))
-        _fits(forced, banked, output_room(model, options))
+        try:
+            options.check_terms()
+        except Seq2SeqError as e:
+            raise FieldError(("include", "avoid", "beam"), str(e)) from None
+        room = output_room(model, options)
+        banked = _banked(tokenizer, terms, request.avoid_exact, options.beam, room)
+        _fits(forced, banked, room)
     _no_repeats(banked, options.no_repeat_ngram)
     if request.case == "auto":
         read, cases = folded(lines)

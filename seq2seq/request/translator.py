@@ -4,7 +4,7 @@ searched (`search`: several plans of equal options in one call, as the server ba
 finished (`finish`): its case restored around the text forced into it, detokenized, its trust
 and a document's markup as asked. The same request gets the same text through every door."""
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.search import Translations, decode
@@ -22,7 +22,6 @@ class Answer:
     found: Translations  # as the model wrote them, of `plan.read`
     answers: list[dict] | None = None  # with confidence: each line's trust, its words as printed
     document: object = None  # a document's TranslatedDocument (documents/translate.py)
-    notices: list[str] = field(default_factory=list)
 
     @property
     def best(self) -> list[str]:
@@ -95,7 +94,7 @@ class Translator:
 
             model, tokenizer = self.model, self.tokenizer
             done = written(model, tokenizer, checked.document, checked.read, found, result, self.markup)
-            answer.document, answer.notices = done, done.notices
+            answer.document = done
         return answer
 
     def shown(self, checked: Plan, maps: dict) -> dict:

@@ -163,7 +163,8 @@ async def attention(request: AttentionRequest, http: Request) -> Response:
     checked = await state.checked(asked)  # the one check, as /translate's
     job = Job("attention", checked.read, options, forced, prefixes)
     job.alternatives, job.trace = request.alternatives, request.beam_trace
-    maps = state.batcher.translator.shown(checked, {1: (await state.answer(http, job))[0]})[1]
+    found = await state.answer(http, job, plan_work(state.model, checked))  # its pieces, read once
+    maps = state.batcher.translator.shown(checked, {1: found[0]})[1]
     # sent as it is built: megabytes of weights are never held whole, nor copied in one call
     body = chunked_json.streamed(state.json_thread, lambda: maps_json(maps, lists=False))
     return StreamingResponse(body, media_type="application/json")

@@ -69,11 +69,11 @@ class Terms:
         if self.glossary is not None and texts is not None:
             most = options.beam - 1 - len(self.include)
             for number, line in enumerate(texts, start=1):
-                if len(self.glossary.terms(line)) > most:
+                if (found := len(self.glossary.terms(line))) > most:
                     raise FieldError(
                         ("glossary", "beam"),
-                        f"input line {number} holds {len(self.glossary.terms(line))} glossary terms; with "
-                        f"the other terms a beam of {options.beam} holds at most {most}: raise the beam",
+                        f"input line {number} holds {found} glossary terms; with the other terms a "
+                        f"beam of {options.beam} holds at most {most}: raise the beam",
                     )
         every = self.per_line or [LineTerms()]
         blank = [""] * len(every)
