@@ -1,6 +1,7 @@
 """The help pages read as written: they are generated from the same declarations as the options
 (`fields.option` on TrainConfig and DecodeOptions), so a broken page is a broken declaration."""
 
+import inspect
 import re
 import textwrap
 
@@ -74,3 +75,43 @@ def test_train_has_a_flag_for_each_shape_field_of_every_architecture(capsys, mon
                 flag = (f.metadata["flag"] or "--" + f.name.replace("_", "-")).split("/")[0]
                 assert f"{flag} " in page, (config.__name__, f.name)
                 assert "".join(f.metadata["help"].split()) in letters, (config.__name__, f.name)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_option_is_a_parameter_of_the_command_or_a_field_of_the_group_it_declares(command):
+    """A command's options are read where it is declared: its own parameters, and for each
+    parameter standing for a group (`args: TranslateArgs = fields(TranslateArgs)`) that group's
+    fields; the command is called with each group built."""
+    from seq2seq.cli.options import Group
+
+    registered = next(
+        c.callback for c in cli.app.registered_commands if (c.name or c.callback.__name__) == command
+    )
+    declared = inspect.signature(registered.__wrapped__).parameters.values()
+    assert all(p.kind != p.VAR_KEYWORD for p in declared)  # no **options filled in from elsewhere
+    expected = [
+        q.name for p in declared for q in (p.default.parameters if isinstance(p.default, Group) else [p])
+    ]
+    assert list(inspect.signature(registered).parameters) == expected
+
+
+def test_a_group_is_handed_to_the_command_built():
+    from dataclasses import dataclass
+
+    from seq2seq.cli.options import command, decoding, fields
+    from seq2seq.decoding.options import DecodeOptions
+    from seq2seq.fields import option
+
+    @dataclass
+    class Args:
+        name: str = option("x", "A name.")
+
+    seen = []
+
+    def toy(args: Args = fields(Args), options: DecodeOptions = decoding(("beam",))):
+        seen.append((args, options))
+
+    expanded = command(toy)
+    assert list(inspect.signature(expanded).parameters) == ["name", "greedy", "beam"]
+    expanded(name="y", greedy=True, beam=None)
+    assert seen == [(Args("y"), DecodeOptions(beam=1))]

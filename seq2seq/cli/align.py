@@ -13,14 +13,11 @@ from seq2seq.cli.options import (
     DATA_DIR,
     DEVICE,
     RUN,
-    decode_parameters,
     decoding,
-    field_parameters,
+    fields,
     run_dir,
-    taken,
-    with_parameters,
 )
-from seq2seq.decoding.options import ONE_BEST
+from seq2seq.decoding.options import ONE_BEST, DecodeOptions
 from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import option
 from seq2seq.files.reading import read_lines
@@ -157,11 +154,17 @@ class AlignArgs:
             )
 
 
-def align(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device: str = DEVICE, **given):
+def align(
+    run: Path | None = RUN,
+    data_dir: str | None = DATA_DIR,
+    device: str = DEVICE,
+    args: AlignArgs = fields(AlignArgs),
+    options: DecodeOptions = decoding(ONE_BEST),  # its own translations, when no --target
+):
     """Word alignments, one Pharaoh line (i-j: source word i, target word j, from 0) per pair."""
     from seq2seq.alignment.runs import check_turned_round, eflomal_links
 
-    args, run = taken(AlignArgs, given), run_dir(run)
+    run = run_dir(run)
     outputs = Outputs(args.source, args.target, args.gold, run=run, reads=(args.reverse_run,))
     outputs.claim_fields(args, "output", "attention_png", "attention_html")
     args.check()
@@ -169,7 +172,6 @@ def align(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device: str =
     if reverse is not None:
         check_turned_round(run, reverse)
     args.check_markup()
-    options = decoding(given)
     sources, tagged = read_sources(args, outputs)
     targets = read_lines(args.target) if args.target is not None else None
     if targets is not None and len(targets) != len(sources):
@@ -184,9 +186,6 @@ def align(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device: str =
             return
         links, described = found
     write_links(args, links, described, gold_links, tagged, targets)
-
-
-with_parameters(align, field_parameters(AlignArgs) + decode_parameters(ONE_BEST))  # its own, when no --target
 
 
 def read_sources(args: AlignArgs, outputs: Outputs) -> tuple[list[str], list | None]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.cli import display
-from seq2seq.cli.options import DATA_DIR, DEVICE, RUN, field_parameters, run_dir, taken, with_parameters
+from seq2seq.cli.options import DATA_DIR, DEVICE, RUN, fields, run_dir
 from seq2seq.fields import option
 
 # The agreement term's weight: the lowest AER of the two layers combined on the gold set's
@@ -43,7 +43,12 @@ class AlignTrainArgs:
             )
 
 
-def align_train(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device: str = DEVICE, **given):
+def align_train(
+    run: Path | None = RUN,
+    data_dir: str | None = DATA_DIR,
+    device: str = DEVICE,
+    args: AlignTrainArgs = fields(AlignTrainArgs),
+):
     """Fit an alignment layer to the run (the model itself is left as it is): its training pairs,
     eflomal's links of them as the teacher (the `align` extra), minutes on a CPU."""
     from seq2seq.alignment.aligner import SETTINGS, fit, fit_together, save
@@ -53,7 +58,7 @@ def align_train(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device:
     from seq2seq.runs.lock import run_lock
     from seq2seq.runs.recipe import stored_languages
 
-    args, run = taken(AlignTrainArgs, given), run_dir(run)
+    run = run_dir(run)
     reverse = None if args.reverse_run is None else run_dir(args.reverse_run)
     if reverse is not None:
         check_turned_round(run, reverse)
@@ -76,6 +81,3 @@ def align_train(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device:
             display.note(
                 f"wrote the alignment layer into {where} ({SETTINGS}: {chosen}); `seq2seq align` reads it"
             )
-
-
-with_parameters(align_train, field_parameters(AlignTrainArgs))

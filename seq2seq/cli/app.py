@@ -17,6 +17,7 @@ from seq2seq.cli.align_train import align_train
 from seq2seq.cli.check import check
 from seq2seq.cli.evaluate import evaluate, score
 from seq2seq.cli.export import export, import_model
+from seq2seq.cli.options import command as expanded
 from seq2seq.cli.options import spelled
 from seq2seq.cli.serve import serve
 from seq2seq.cli.train import tokenize, train
@@ -39,9 +40,9 @@ app = typer.Typer(
 # (train.py: tokenize, train; translate.py; evaluate.py: evaluate, score; export.py: export, import;
 # serve.py; check.py), registered here.
 for command in (tokenize, train, translate, evaluate, score, align, check, export, serve):
-    app.command()(command)
-app.command("import")(import_model)
-app.command("align-train")(align_train)
+    app.command()(expanded(command))
+app.command("import")(expanded(import_model))
+app.command("align-train")(expanded(align_train))
 
 
 def discard_stdout() -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from seq2seq.cli import display
-from seq2seq.cli.options import DATA_DIR, DEVICE, RUN, field_parameters, run_dir, taken, with_parameters
+from seq2seq.cli.options import DATA_DIR, DEVICE, RUN, fields, run_dir
 from seq2seq.errors import OptionError
 from seq2seq.fields import option
 from seq2seq.files.reading import read_pairs
@@ -39,14 +39,19 @@ class CheckArgs:
     split: str = option("val", "--calibrate: the development split to fit on.")
 
 
-def check(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device: str = DEVICE, **given):
+def check(
+    run: Path | None = RUN,
+    data_dir: str | None = DATA_DIR,
+    device: str = DEVICE,
+    args: CheckArgs = fields(CheckArgs),
+):
     """How far to trust each translation: `score omission hallucination flags` a pair (score: mean
     log-probability a piece, higher is surer; omission, hallucination: the probability of each)."""
     from seq2seq.runs.load import load_run
     from seq2seq.trust.calibration import Calibration
     from seq2seq.trust.flags import check_translations
 
-    args, run = taken(CheckArgs, given), run_dir(run)
+    run = run_dir(run)
     if args.calibrate:
         return calibrate(args, run, data_dir, device)
     for flag, path in (("--source", args.source), ("--target", args.target)):
@@ -59,9 +64,6 @@ def check(run: Path | None = RUN, data_dir: str | None = DATA_DIR, device: str =
     checking = {"batch_size": args.batch_size, "dependence": args.dependence}
     answers = check_translations(model, tokenizer, sources, targets, calibration, **checking)
     write_lines([json.dumps(a, ensure_ascii=False) if args.as_json else plain(a) for a in answers], None)
-
-
-with_parameters(check, field_parameters(CheckArgs))
 
 
 def calibrate(args: CheckArgs, run: Path, data_dir: str | None, device: str) -> None:

@@ -16,17 +16,13 @@ from seq2seq.cli.options import (
     QUANTIZE,
     RUN,
     check_precision,
-    decode_parameters,
     decoding,
-    field_parameters,
+    fields,
     one_of,
-    request_parameters,
-    request_policy,
+    request_fields,
     run_dir,
-    taken,
-    with_parameters,
 )
-from seq2seq.decoding.options import ONE_BEST
+from seq2seq.decoding.options import ONE_BEST, DecodeOptions
 from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import option
 from seq2seq.files.reading import one_line, read_lines, read_pairs
@@ -75,15 +71,16 @@ def evaluate(
     data_dir: str | None = DATA_DIR,
     device: str = DEVICE,
     quantize: str | None = QUANTIZE,
-    **given,
+    args: EvaluateArgs = fields(EvaluateArgs),
+    policy: dict = request_fields(("case",)),
+    options: DecodeOptions = decoding(ONE_BEST),  # one hypothesis a line is scored
 ):
     """Translate a test set and print BLEU and chrF with their sacreBLEU signatures; with a baseline,
     both systems' scores with 95% confidence intervals and the p-value of their difference."""
     from seq2seq.paired import evaluate_against
     from seq2seq.runs.load import load_run
 
-    args, run, policy = taken(EvaluateArgs, given), run_dir(run), request_policy(given, ("case",))
-    options = decoding(given)
+    run = run_dir(run)
     check_precision(quantize, options.bf16)
     args.check(run)
     pairs, what = test_pairs(args, run, data_dir)
@@ -130,11 +127,6 @@ def test_pairs(args: EvaluateArgs, run: Path, data_dir: str | None) -> tuple[lis
 
     corpus, src, tgt = stored_languages(run)
     return load_pairs(corpus, args.split, src, tgt, data_dir), f"{corpus} {args.split} {src}->{tgt}"
-
-
-with_parameters(  # one hypothesis a line is scored
-    evaluate, field_parameters(EvaluateArgs) + request_parameters(("case",)) + decode_parameters(ONE_BEST)
-)
 
 
 def score(

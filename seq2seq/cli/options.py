@@ -1,6 +1,7 @@
 """The options several commands share, declared once, and the one rule for a run's directory."""
 
 import dataclasses
+import functools
 import inspect
 import math
 import typing
@@ -62,54 +63,67 @@ def choice_of(choices: tuple[str, ...]):
     return check
 
 
-def field_parameters(cls, names=None) -> list[inspect.Parameter]:
-    """A keyword parameter for each field of the config `cls` that is an option (those with help),
-    or for those of `names`: what `with_parameters` gives a command."""
+@dataclasses.dataclass(frozen=True)
+class Group:
+    """A command parameter standing for a group of options, declared as its default
+    (`args: TranslateArgs = fields(TranslateArgs)`): Typer is shown `parameters` in its place
+    (`command`, as cli/app.py registers each command) and the command is handed `build` of their
+    values."""
+
+    parameters: tuple[inspect.Parameter, ...]
+    build: typing.Callable[[dict], object]
+
+
+def fields(cls, names=None, build=None) -> Group:
+    """The options of the config `cls`'s fields that are options (those with help), or of `names`;
+    built into `cls` (or by `build`)."""
     hints = typing.get_type_hints(cls)
-    return [
-        inspect.Parameter(
-            f.name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=field_option(f, hints[f.name]),
-            annotation=hints[f.name],
-        )
-        for f in dataclasses.fields(cls)
-        if "help" in f.metadata and (names is None or f.name in names)
-    ]
+    return Group(
+        tuple(
+            keyword(f.name, field_option(f, hints[f.name]), hints[f.name])
+            for f in dataclasses.fields(cls)
+            if "help" in f.metadata and (names is None or f.name in names)
+        ),
+        build or (lambda values: cls(**values)),
+    )
 
 
-def shape_parameters() -> list[inspect.Parameter]:
-    """A keyword parameter for each shape option of every architecture (its config's fields with
-    help, `models/configs.py`), once per name (--d-model is every architecture's); unset: the
-    preset's, so each is None until given."""
+def keyword(name: str, default, annotation) -> inspect.Parameter:
+    """A parameter Typer reads as an option (`default` one of typer.Option's)."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def shapes() -> Group:
+    """The shape options of every architecture (its config's fields with help,
+    `models/configs.py`), once per name (--d-model is every architecture's); unset: the preset's,
+    so each is None until given. Built: a dict."""
     parameters = {}
     for config in CONFIGS.values():
         hints = typing.get_type_hints(config)
         for name, field_name in option_names(config).items():
             f = next(f for f in dataclasses.fields(config) if f.name == field_name)
             hint = hints[field_name] | None
-            parameters.setdefault(
-                name,
-                inspect.Parameter(
-                    name, inspect.Parameter.KEYWORD_ONLY, default=field_option(f, hint), annotation=hint
-                ),
-            )
-    return list(parameters.values())
+            parameters.setdefault(name, keyword(name, field_option(f, hint), hint))
+    return Group(tuple(parameters.values()), dict)
 
 
-def taken(cls, given: dict):
-    """The options dataclass `cls` of a command (its fields: `field_parameters(cls)`), its values
-    taken out of the command's `given` (its other options stay)."""
-    return cls(**{f.name: given.pop(f.name) for f in dataclasses.fields(cls) if f.name in given})
+def command(function):
+    """`function` as Typer reads it: each parameter whose default is a `Group` replaced by the
+    options it stands for, and called with the group built from their values."""
+    signature = inspect.signature(function)
+    groups = {p.name: p.default for p in signature.parameters.values() if isinstance(p.default, Group)}
 
+    @functools.wraps(function, updated=())
+    def called(**values):
+        for name, group in groups.items():
+            values[name] = group.build({p.name: values.pop(p.name) for p in group.parameters})
+        return function(**values)
 
-def with_parameters(command, parameters: list[inspect.Parameter]):
-    """`command` with `parameters` in place of its `**options`: what Typer reads its options from."""
-    own = [
-        p for p in inspect.signature(command).parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD
-    ]
-    command.__signature__ = inspect.Signature([*own, *parameters])
-    return command
+    own = {p.name: (keyword(p.name, p.default, p.annotation),) for p in signature.parameters.values()}
+    shown = [q for name in own for q in (groups[name].parameters if name in groups else own[name])]
+    called.__signature__ = inspect.Signature(shown)
+    called.__annotations__ = {p.name: p.annotation for p in shown}
+    return called
 
 
 def decode_option(name: str, cls=DecodeOptions) -> typer.Option:
@@ -122,42 +136,26 @@ def decode_option(name: str, cls=DecodeOptions) -> typer.Option:
 LENGTH_PENALTY, BATCH_SIZE = map(decode_option, ("length_penalty", "batch_size"))
 
 
-def decode_parameters(names: tuple[str, ...] = OPTIONS) -> list[inspect.Parameter]:
-    """--greedy and a keyword parameter for each DecodeOptions field of `names` (`decode_option`):
-    the options a command takes as `**given` and turns into DecodeOptions with `decoding`."""
-    hints = typing.get_type_hints(DecodeOptions)
-    greedy = typer.Option(False, "--greedy", help=GREEDY_HELP)
-    return [inspect.Parameter("greedy", inspect.Parameter.KEYWORD_ONLY, default=greedy, annotation=bool)] + [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=decode_option(name),
-            annotation=hints[name] | None if name == "beam" else hints[name],
-        )
-        for name in names
-    ]
-
-
-def decoding(given: dict) -> DecodeOptions:
-    """The DecodeOptions of a command's `decode_parameters`, taken out of `given` (its other
-    options stay), checked, with the one beam rule (`options.chosen`)."""
-    values = {name: given.pop(name) for name in OPTIONS if name in given}
-    return chosen(values, given.pop("greedy", False))
+def decoding(names: tuple[str, ...] = OPTIONS) -> Group:
+    """--greedy and an option for each DecodeOptions field of `names` (`decode_option`), built into
+    DecodeOptions checked, with the one beam rule (`options.chosen`)."""
+    hints = typing.get_type_hints(DecodeOptions) | {"beam": int | None}  # unset: the rule's
+    greedy = keyword("greedy", typer.Option(False, "--greedy", help=GREEDY_HELP), bool)
+    return Group(
+        (greedy, *(keyword(name, decode_option(name), hints[name]) for name in names)),
+        lambda values: chosen(values, values.pop("greedy")),
+    )
 
 
 POLICY = ("case", "avoid_exact")  # a request's fields that are options of the commands that translate
 
 
-def request_parameters(names: tuple[str, ...] = POLICY) -> list[inspect.Parameter]:
-    """The options of the TranslationRequest fields `names` (request/request.py declares them)."""
+def request_fields(names: tuple[str, ...] = POLICY) -> Group:
+    """The options of the TranslationRequest fields `names` (request/request.py declares them),
+    built: a dict of them."""
     from seq2seq.request.request import TranslationRequest  # no torch: its fields are declarations
 
-    return field_parameters(TranslationRequest, names)
-
-
-def request_policy(given: dict, names: tuple[str, ...] = POLICY) -> dict:
-    """The request fields of `request_parameters(names)`, taken out of `given`."""
-    return {name: given.pop(name) for name in names if name in given}
+    return fields(TranslationRequest, names, dict)
 
 
 DEVICE = decode_option("device", TrainConfig)  # the device a run trains on is the one it decodes on

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.cli import display
-from seq2seq.cli.options import DEVICE, RUN, field_parameters, run_dir, taken, with_parameters
+from seq2seq.cli.options import DEVICE, RUN, fields, run_dir
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import option
@@ -45,7 +45,7 @@ class ServeArgs:
 LIMITS = ("beam", "max_batch", "max_wait_ms", "max_queue", "request_timeout")  # ServeArgs create_app takes
 
 
-def serve(run: Path | None = RUN, device: str = DEVICE, **given):
+def serve(run: Path | None = RUN, device: str = DEVICE, args: ServeArgs = fields(ServeArgs)):
     """Serve a run over HTTP: POST /translate, POST /attention, GET /info, GET /health, and the
     attention explorer at / (API docs at /docs). Ctrl-C or SIGTERM answers what is in flight, then
     stops."""
@@ -53,7 +53,6 @@ def serve(run: Path | None = RUN, device: str = DEVICE, **given):
     from seq2seq.serve.info import require
 
     require()
-    args = taken(ServeArgs, given)
     key, loopback = api_key_of(args.api_key, args.api_key_file), is_loopback(args.host)
     if not loopback:
         display.warn(
@@ -83,9 +82,6 @@ def serve(run: Path | None = RUN, device: str = DEVICE, **given):
     app = create_app(model, tokenizer, info, api_key=key, loopback_only=loopback, **limits)
     announce(sock, run, info, args.beam)
     run_server(app, sock)
-
-
-with_parameters(serve, field_parameters(ServeArgs))
 
 
 def announce(sock, run: Path, info: dict, beam: int) -> None:

@@ -9,22 +9,24 @@ from seq2seq.cli import display
 from seq2seq.cli.options import (
     DATA_DIR,
     RUN,
-    field_parameters,
+    fields,
     finite,
     one_of,
     run_dir,
-    shape_parameters,
-    with_parameters,
+    shapes,
 )
 from seq2seq.errors import Seq2SeqError
 from seq2seq.training.config import TrainConfig
+
+# the recipe's fields that `tokenize` takes too
+TOKENIZE = ("corpus", "src", "tgt", "vocab_size", "tokenizer_sentences", "seed", "stream")
 
 
 def tokenize(
     text: str | None = typer.Argument(None, help="Show how the run's tokenizer splits TEXT."),
     data_dir: str | None = DATA_DIR,
     run: Path | None = RUN,
-    **recipe,
+    recipe: dict = fields(TrainConfig, TOKENIZE, dict),
 ):
     """Train the joint SentencePiece model of a run, or show how it splits TEXT."""
     from seq2seq.data.opener import open_tokenizer
@@ -75,11 +77,6 @@ class Counted:
             yield pair
 
 
-# the recipe's fields that `tokenize` takes too
-TOKENIZE = ("corpus", "src", "tgt", "vocab_size", "tokenizer_sentences", "seed", "stream")
-with_parameters(tokenize, field_parameters(TrainConfig, TOKENIZE))
-
-
 def train(
     ctx: typer.Context,
     data_dir: str | None = DATA_DIR,
@@ -87,16 +84,15 @@ def train(
     preset: str = typer.Option("small", help="Model shape: tiny, small or base (transformer)."),
     arch: str = typer.Option("transformer", "--arch", help="transformer or rnn."),
     dropout: float = typer.Option(0.1, min=0.0, max=0.9, callback=finite, help="Dropout."),
-    **recipe,
+    recipe: dict = fields(TrainConfig, build=dict),  # TrainConfig's fields
+    shape: dict = shapes(),  # the model's shape: the architectures' configs' fields
 ):
     """Train a model (and its tokenizer); rerunning resumes from the run's last checkpoint."""
-    from seq2seq.models.registry import ARCHITECTURE_OPTIONS
     from seq2seq.training.distributed import is_main_process
     from seq2seq.training.resume import check_typed_options
     from seq2seq.training.train import train as train_run
 
-    options = {name: recipe.pop(name) for name in ARCHITECTURE_OPTIONS}  # the shape options
-    model_config = architecture_config(arch, preset, dropout, options)
+    model_config = architecture_config(arch, preset, dropout, shape)
     if recipe["epochs"] is None and recipe["max_minutes"] is None:
         recipe["epochs"] = TrainConfig.epochs  # a time budget alone has no epoch limit
     try:  # a combination of options the recipe refuses (TrainConfig.__post_init__)
@@ -115,10 +111,6 @@ def train(
     with display.TrainingDisplay(run) as reporter:
         final = train_run(run, config, model_config, data_dir, reporter, stop_requested)
     display.training_done(run, final)
-
-
-# the recipe's options (TrainConfig's fields), then the model's shape (the architectures' configs')
-with_parameters(train, field_parameters(TrainConfig) + shape_parameters())
 
 
 def check_typed(typed: dict[str, object], config: TrainConfig) -> None:

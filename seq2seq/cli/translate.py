@@ -16,16 +16,13 @@ from seq2seq.cli.options import (
     QUANTIZE,
     RUN,
     check_precision,
-    decode_parameters,
     decoding,
-    field_parameters,
+    fields,
     one_of,
-    request_parameters,
-    request_policy,
+    request_fields,
     run_dir,
-    taken,
-    with_parameters,
 )
+from seq2seq.decoding.options import DecodeOptions
 from seq2seq.documents.formats import format_of
 from seq2seq.fields import option
 from seq2seq.files.reading import arguments
@@ -102,13 +99,14 @@ def translate(
     run: Path | None = RUN,
     device: str = DEVICE,
     quantize: str | None = QUANTIZE,
-    **given,
+    args: TranslateArgs = fields(TranslateArgs),
+    policy: dict = request_fields(),
+    options: DecodeOptions = decoding(),
 ):
     """Translate sentences: exactly one output line per input line, in order. From a terminal with
     no TEXT or --input: a prompt, a translation per line entered (an empty line or Ctrl-D ends)."""
-    args, run, policy = taken(TranslateArgs, given), run_dir(run), request_policy(given)
+    run = run_dir(run)
     views = Views.of(args, run, args.outputs(run, text), display.attention_heatmap, display.warn)
-    options = decoding(given)
     check_precision(quantize, options.bf16)
     document = format_of(args.input, args.format)
     if document != "lines":
@@ -119,6 +117,3 @@ def translate(
         one_of(args.confidence, CONFIDENCE, "--confidence")
     steer, texts = Steer.of(args, arguments(text) if text else None, options)
     translate_lines(args, texts, options, views, steer, (run, device, quantize), policy)
-
-
-with_parameters(translate, field_parameters(TranslateArgs) + request_parameters() + decode_parameters())
