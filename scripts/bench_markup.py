@@ -23,7 +23,8 @@ from pathlib import Path
 from scripts import figures
 from scripts.common import REPO, cpu
 from seq2seq.alignment.pharaoh import read_links
-from seq2seq.documents.markup import Run, place
+from seq2seq.documents.markup import Run
+from seq2seq.documents.placing import place
 
 GOLD = REPO / "data" / "alignment"
 
@@ -53,7 +54,7 @@ def tagged(words: list[str], span: tuple[int, int]) -> Run:
 
 def placed_span(run: Run, target: str, links: set) -> tuple[int, int] | None:
     """The target words the tag encloses after placing it, (first, last + 1); None if unplaced."""
-    text = place(run, [(0, len(run.text))], [target], [links], [""]).text
+    text = place(run, [(0, len(run.text))], [target], [links]).text
     words = text.split()
     inside = [k for k, w in enumerate(words) if _inside(words, k)]
     return (inside[0], inside[-1] + 1) if inside else None

@@ -237,7 +237,7 @@ def test_markup_is_placed_into_the_targets_through_the_links(cli, tiny_run, pair
     links `align` gives for the plain pairs, drawn by the rule `translate` places tags by
     (intersect): the same links, the same placement."""
     from seq2seq.documents.html import tagged_line
-    from seq2seq.documents.markup import place
+    from seq2seq.documents.placing import place
 
     plain = (pairs / "src.txt").read_text().splitlines()
     tagged = [f"<b>{line.split()[0]}</b> " + " ".join(line.split()[1:]) + " <br>" for line in plain]
@@ -260,9 +260,7 @@ def test_markup_is_placed_into_the_targets_through_the_links(cli, tiny_run, pair
         zip(tagged, targets, links.out.splitlines(), placed.out.splitlines(), strict=True), start=1
     ):
         run = tagged_line(line, number)
-        expected = place(
-            run, [(0, len(run.text))], [target], [{tuple(k) for k in json.loads(found)}], [""]
-        ).text
+        expected = place(run, [(0, len(run.text))], [target], [{tuple(k) for k in json.loads(found)}]).text
         assert out == expected and out.count("<b>") == out.count("</b>") == 1 and "<br>" in out
     markup = ["--markup", "--extract", "argmax"]  # a rule given is the rule used
     by_argmax = cli(

@@ -52,13 +52,13 @@ def prompt(text: str) -> None:
 
 
 @contextmanager
-def line_progress(enabled: bool, total: int | None) -> Iterator[Callable[[int], None]]:
-    """A bar over the input lines on a terminal's stderr (total None: a count only); yields the
-    function that moves it on by n lines."""
+def line_progress(enabled: bool, total: int | None, unit: str = "lines") -> Iterator[Callable[[int], None]]:
+    """A bar over the input lines (or a document's sentences) on a terminal's stderr (total None:
+    a count only); yields the function that moves it on by n of them."""
     if not (enabled and err.is_terminal):
         yield lambda n: None
         return
-    columns = [TextColumn("translating"), BarColumn(), MofNCompleteColumn(), TextColumn("lines")]
+    columns = [TextColumn("translating"), BarColumn(), MofNCompleteColumn(), TextColumn(unit)]
     with Progress(*columns, TimeElapsedColumn(), TimeRemainingColumn(), console=err) as progress:
         task = progress.add_task("translate", total=total)
         yield lambda n: progress.advance(task, n)

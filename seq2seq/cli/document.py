@@ -65,7 +65,9 @@ def translate_document_file(
     checked = translator.check(request)
     if checked.document.tags:  # the alignment read only to place tags
         translator.markup = placing_method(run, model, tokenizer)
-    done = translator.finish(checked, translator.search([checked])[0]).document
+    with display.line_progress(True, len(checked.read), "sentences") as advance:  # on a terminal
+        found = translator.search([checked], progress=advance)[0]
+    done = translator.finish(checked, found).document
     for notice in done.notices:
         display.warn(notice)
     with OutputFile(args.output) as out:  # standard output for None

@@ -54,10 +54,10 @@ def write_links(args, links: list[set], described: str, gold_links, tagged, targ
     from seq2seq.files.writing import write_lines
 
     if tagged is not None:
-        from seq2seq.documents.markup import place
+        from seq2seq.documents.placing import place
 
         placed = [
-            place(r, [(0, len(r.text))], [t], [k], [""]).text
+            place(r, [(0, len(r.text))], [t], [k]).text
             for r, t, k in zip(tagged, targets, links, strict=True)
         ]
         write_lines(placed, args.output)

@@ -5,7 +5,7 @@ optional record of the beam (trace.py). The names search's callers use are all i
 Shapes: B sentences, S source length.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -105,10 +105,12 @@ def decode(
     trace: bool = False,
     banked: list[LineConstraints | None] | None = None,
     truncated: int = 0,
+    progress: Callable[[int], None] | None = None,
 ) -> Translations:
     """The lines `todo` of the source pieces `ids` (each ended with EOS) searched and detokenized,
     every other line the empty translation; `forced` and `banked`, each line's prefix and terms as
-    pieces, checked already (`translate` checks them; so does a request, request/)."""
+    pieces, checked already (`translate` checks them; so does a request, request/); `progress`
+    told of each line searched."""
     nbest: list[list[tuple[str, float]]] = [[] for _ in ids]
     tokens: list[list[int]] = [[] for _ in ids]
     traces: dict[int, list[dict]] | None = {} if trace else None
@@ -116,6 +118,8 @@ def decode(
         texts = tokenizer.decode([h.tokens for h in sentence_hyps])
         nbest[i] = [(text, h.score) for text, h in zip(texts, sentence_hyps, strict=True)]
         tokens[i] = sentence_hyps[0].tokens
+        if progress is not None:
+            progress(1)
     kept = None if traces is None else [traces.get(i, []) for i in range(len(ids))]
     return Translations(nbest, tokens, truncated, kept)
 

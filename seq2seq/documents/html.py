@@ -1,17 +1,21 @@
 """HTML documents, read with the standard library's parser: every stretch of text and inline
 elements between two block boundaries is a run; inline elements (b, i, a, span, and any element
-not of HTML's blocks, nested as deep as they come) are pairs,
-their start tags written back as they were (attributes and all); line breaks, images and inline
+not of HTML's blocks, nested as deep as they come) are pairs, their start tags written back as
+they were (attributes and all); `<br>` is an atom read as a space, images, comments and inline
 code are atoms; `script`, `style`, `pre`, `code`, `textarea` and every attribute are never
-translated. Everything outside the runs is written back byte for byte.
+translated. Everything outside the runs is written back byte for byte, and inside them each
+character as the page spelled it (an entity stays an entity).
 
-A stray closing inline tag, or an inline element left open at its block's end, is an error: where
-its translation would go cannot be said."""
+Markup as browsers take it: a closing tag closes the element of its name (those opened inside it
+and left open are kept where they stood, as atoms); a stray closing tag, or an inline element
+left open at its block's end, is kept where it stands, an atom.
+"""
 
 import html
+import re
 from html.parser import HTMLParser
 
-from seq2seq.documents.markup import Layout, Run
+from seq2seq.documents.markup import Layout, Run, spans_layout
 from seq2seq.errors import Seq2SeqError
 
 # the elements that end a run (HTML's block and document-level elements, and custom elements,
@@ -35,6 +39,35 @@ def inline(tag: str) -> bool:
 KEPT = {"script", "style", "pre", "code", "textarea", "kbd", "samp", "var", "svg", "math"}
 
 
+# a character reference as html.unescape reads one (a name without ";" may take part of it)
+CHARREF = re.compile(r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
+
+
+def add_spelled(run: Run, raw: str, data: str) -> None:
+    """`data` (the parser's reading of `raw`, its references decoded) added to the run, each
+    decoded reference spelled as the source wrote it; a reading that does not match: as read."""
+    pieces, at = [], 0
+    for match in CHARREF.finditer(raw):
+        written = match.group()
+        read = html.unescape(written)
+        if read == written:
+            continue
+        rest = 0  # what a name without ";" leaves unread: the same in both
+        while rest < len(read) - 1 and written[-1 - rest] == read[-1 - rest]:
+            rest += 1
+        pieces += [
+            (raw[at : match.start()], None),
+            (read[: len(read) - rest], written[: len(written) - rest]),
+        ]
+        at = match.end() - rest
+    pieces.append((raw[at:], None))
+    if "".join(read for read, _ in pieces) != data:
+        run.add(data)
+        return
+    for read, written in pieces:
+        run.add(read, written)
+
+
 class _Reader(HTMLParser):
     """Runs as (start offset, end offset, Run) of the source; a kept element inside a run is an
     atom of its source text."""
@@ -46,32 +79,50 @@ class _Reader(HTMLParser):
         self.text, self.starts = text, [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
         self.runs: list[tuple[int, int, Run]] = []
         self.run: Run | None = None
+        self.names: list[str] = []  # the tags of the run's open pairs, innermost last
         self.run_start = self.run_end = 0
         self.kept: list[str] = []  # the kept elements open, innermost last
         self.kept_start = 0
+        self.data: tuple[int, str] | None = None  # text read and not yet added: its offset, itself
 
     def at(self) -> int:
         line, column = self.getpos()
         return self.starts[line - 1] + column
 
     def here(self) -> tuple[int, int]:
-        """(start, end) of the markup being handled."""
-        start = self.at()
+        """(start, end) of the markup being handled, the text before it added first."""
+        start = self._flush()
         raw = self.get_starttag_text()
         return start, start + len(raw or "")
 
+    def _flush(self) -> int:
+        """Add the text read before the markup at hand (its source ends where that starts)."""
+        end = self.at()
+        if self.data is not None:
+            start, data = self.data
+            self.data = None
+            add_spelled(self._begin(start), self.text[start:end], data)
+            self.run_end = end
+        return end
+
     def _begin(self, at: int) -> Run:
         if self.run is None:
-            self.run, self.run_start = Run(), at
+            self.run, self.run_start, self.names = Run(), at, []
         return self.run
 
     def _boundary(self) -> None:
         if self.run is not None:
-            if self.run.stack:
-                raise Seq2SeqError(f"an inline element is left open at offset {self.run_start}: close it")
+            self._unclosed(0)
             if self.run.text.strip():
                 self.runs.append((self.run_start, self.run_end, self.run))
             self.run = None
+
+    def _unclosed(self, depth: int) -> None:
+        """The run's open pairs above `depth`, left open: atoms where they opened."""
+        while len(self.names) > depth:
+            pair = self.run.pairs[self.run.stack.pop()]
+            pair.end, pair.closed = pair.start, pair.opened
+            self.names.pop()
 
     def handle_starttag(self, tag, attrs):
         start, end = self.here()
@@ -83,9 +134,10 @@ class _Reader(HTMLParser):
             self.kept, self.kept_start = [tag], start
             return
         if tag in VOID_ATOMS:
-            self._begin(start).atom(self.text[start:end])
+            self._begin(start).atom(self.text[start:end], " " if tag == "br" else "")
         elif inline(tag):
             self._begin(start).opening(self.text[start:end])
+            self.names.append(tag)
         else:
             self._boundary()
             return
@@ -96,13 +148,13 @@ class _Reader(HTMLParser):
         if self.kept:
             return
         if inline(tag) or tag in VOID_ATOMS:
-            self._begin(start).atom(self.text[start:end])
+            self._begin(start).atom(self.text[start:end], " " if tag == "br" else "")
             self.run_end = end
         else:
             self._boundary()
 
     def handle_endtag(self, tag):
-        start = self.at()
+        start = self._flush()
         end = self.text.index(">", start) + 1
         if self.kept:
             if tag == self.kept[-1]:
@@ -111,26 +163,26 @@ class _Reader(HTMLParser):
                 self.run.atom(self.text[self.kept_start : end])
                 self.run_end = end
             return
-        if inline(tag) and tag not in VOID_ATOMS:
-            if self.run is None or not self.run.closing(self.text[start:end]):
-                raise Seq2SeqError(f"a stray </{tag}> at offset {start}: it closes nothing")
-            self.run_end = end
-        elif tag in VOID_ATOMS:  # `</br>`: written back as it stands
-            if self.run is not None:
+        if inline(tag) or tag in VOID_ATOMS:
+            if self.run is None:
+                return  # a stray closing between runs: written back as it stands
+            if tag in self.names:
+                self._unclosed(len(self.names) - 1 - self.names[::-1].index(tag) + 1)
+                self.run.closing(self.text[start:end])
+                self.names.pop()
+            else:  # `</br>`, or a stray closing: kept where it stands
                 self.run.atom(self.text[start:end])
-                self.run_end = end
+            self.run_end = end
         else:
             self._boundary()
 
     def handle_data(self, data):
         if self.kept:
             return
-        start = self.at()
+        start = self._flush()
         if self.run is None and not data.strip():
             return  # spaces between blocks: kept as they are
-        self._begin(start).add(data)
-        end = self.text.find("<", start)  # the data's end, found without copying the rest
-        self.run_end = len(self.text) if end < 0 else end
+        self.data = (start, data)
 
     def handle_comment(self, data):
         self._markup("-->")
@@ -142,41 +194,40 @@ class _Reader(HTMLParser):
         self._markup("]]>")
 
     def handle_decl(self, decl):
+        self._flush()
         self._boundary()
 
     def _markup(self, close: str) -> None:
         """A comment, processing instruction or CDATA section: inside a run an atom of its source
         (it neither splits the sentence nor is lost), between runs written back as it is."""
+        start = self._flush()
         if self.kept or self.run is None:
             return
-        start = self.at()
         end = self.text.find(close, start)
         end = len(self.text) if end < 0 else end + len(close)
         self.run.atom(self.text[start:end])
         self.run_end = end
 
 
-def layout(text: str) -> Layout:
+def runs_of(text: str) -> list[tuple[int, int, Run]]:
+    """The runs of HTML `text`: (start, end, Run), in order."""
     reader = _Reader(text)
     try:
         reader.feed(text)
         reader.close()
+        reader._flush()
         reader._boundary()
     except AssertionError as e:  # the parser's own complaints about a broken declaration
-        raise Seq2SeqError(f"not readable HTML: {e}") from None
-    spans = [(a, b) for a, b, _ in reader.runs]
+        raise Seq2SeqError(f"not readable HTML at line {reader.getpos()[0]}: {e}") from None
+    return reader.runs
 
-    def render(outs: list[str]) -> str:
-        pieces, at = [], 0
-        for (a, b), out in zip(spans, outs, strict=True):
-            pieces += [text[at:a], out]
-            at = b
-        return "".join(pieces) + text[at:]
 
-    runs = [run for _, _, run in reader.runs]
-    for run in runs:  # the text was read with its entities: a translation is written escaped
+def layout(text: str) -> Layout:
+    found = runs_of(text)
+    runs = [run for _, _, run in found]
+    for run in runs:  # the text was read with its entities: a new word is written escaped
         run.escape = lambda word: html.escape(word, quote=False)
-    return Layout(runs, render)
+    return spans_layout(text, [(a, b) for a, b, _ in found], runs)
 
 
 def tagged_line(line: str, number: int) -> Run:

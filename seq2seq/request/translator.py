@@ -59,9 +59,9 @@ class Translator:
 
         return plan(self.model, self.tokenizer, request, read)
 
-    def search(self, plans: list[Plan], batch_size: int | None = None) -> list[Translations]:
+    def search(self, plans: list[Plan], batch_size: int | None = None, progress=None) -> list[Translations]:
         """Plans of equal options searched together (their lines in one length-sorted pass), each
-        one's Translations of what the model read."""
+        one's Translations of what the model read; `progress(n)` told as lines are done."""
         first = plans[0]
         options = first.options if batch_size is None else replace(first.options, batch_size=batch_size)
         ids, todo, at = [], [], 0
@@ -72,7 +72,9 @@ class Translator:
         forced = _joined([p.forced for p in plans], [p.ids for p in plans], [])
         banked = _joined([p.banked for p in plans], [p.ids for p in plans], None)
         trace = any(p.request.trace for p in plans)
-        found = decode(self.model, self.tokenizer, ids, todo, options, forced, trace, banked)
+        found = decode(
+            self.model, self.tokenizer, ids, todo, options, forced, trace, banked, progress=progress
+        )
         out, at = [], 0
         for p in plans:
             n = len(p.ids)
