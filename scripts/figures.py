@@ -90,10 +90,13 @@ DEPENDS = {
         "scripts/bench_splitters.py",
         "scripts/common.py",
     ),
+    "round-trip": ("seq2seq/documents", "scripts/round_trip.py", "scripts/common.py"),  # real files
+    "document-scaling": ("seq2seq/documents", "scripts/round_trip.py", "scripts/common.py"),
     "markup": (  # tags placed through each source of links, against the gold set's spans
         *DECODING,
         "seq2seq/alignment",
         "seq2seq/documents/markup.py",
+        "seq2seq/documents/placing.py",
         "seq2seq/documents/translate.py",  # the rule tags are placed by
         "scripts/bench_markup.py",
         "scripts/common.py",

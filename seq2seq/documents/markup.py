@@ -47,8 +47,7 @@ def spans_layout(text: str, spans: list[tuple[int, int]], runs: list["Run"], lef
 class Pair:
     """An opening (`open`) and a closing (`close`) markup around characters [start, end) of the
     plain text; an atom has `close` "" and start == end. `parent`: the pair it nests in; `opened`,
-    `closed`: the order of its opening and closing among the run's markup, as the source has them;
-    `spaced`: an atom with a space before it in the source."""
+    `closed`: the order of its opening and closing among the run's markup, as the source has them."""
 
     open: str
     close: str
@@ -57,7 +56,6 @@ class Pair:
     parent: int | None = None
     opened: int = 0
     closed: int = 0
-    spaced: bool = False
 
 
 class Run:
@@ -106,9 +104,8 @@ class Run:
         """Markup kept whole where it stands; `stands_for`, the plain text it reads as (a `<br>`:
         a space, which the source does not write)."""
         parent = self.stack[-1] if self.stack else None
-        spaced = self.size > 0 and self._parts[-1][-1:].isspace()
         mark = self._mark()
-        self.pairs.append(Pair(markup, "", self.size, self.size, parent, mark, mark, spaced))
+        self.pairs.append(Pair(markup, "", self.size, self.size, parent, mark, mark))
         self.add(stands_for, "")
 
     def _mark(self) -> int:

@@ -160,9 +160,8 @@ class _Tags:
             touched = self.flat[bisect_right(self.ends, pair.start) : bisect_left(self.starts, pair.end)]
             if pair.start == pair.end or not touched:
                 self.spans.append(None)
-                at, lost, exact = self._atom(pair.start, bool(pair.close))
-                spaced = pair.spaced and not exact and not pair.close  # set apart as in the source
-                tags.append((at, pair.opened, (" " if spaced else "") + pair.open))
+                at, lost, side = self._atom(pair.start, bool(pair.close))
+                tags.append((at, pair.opened, self._spaced(pair, side)))
                 unplaced += lost
                 if pair.close:
                     tags.append((self._atom(pair.end, False)[0], pair.closed, pair.close))
@@ -214,25 +213,37 @@ class _Tags:
         copied = self.target.out_of.get(o - 1)
         return copied + 1 if copied == end + (o - b) - 1 else None
 
-    def _atom(self, o: int, opening: bool) -> tuple[int, int, bool]:
-        """(output offset, 1 if no aligned word beside it placed it, whether it stands exactly as
-        in the source) of an atom, or a boundary of a pair around no word, at source offset o."""
+    def _atom(self, o: int, opening: bool) -> tuple[int, int, str]:
+        """(output offset, 1 if no aligned word beside it placed it, where it went: "exact" as in
+        the source, "after" or "before" a target word, "inside" a word's) of an atom, or a boundary
+        of a pair around no word, at source offset o."""
         exact = self.target.bound(o, before=opening)
         if exact is not None:
-            return exact, 0, True
+            return exact, 0, "exact"
         s = max(bisect_right(self.sentence_starts, o) - 1, 0)
         words, targets, placed = self.sources[s], self.targets[s], self.target.words[s]
-        previous = bisect_right(words, (o, o)) - 1  # the last word ending at or before o
-        while previous >= 0 and words[previous][1] > o:
-            previous -= 1
+        k = bisect_right(words, (o, len(self.run.text))) - 1  # the last word starting at or before o
+        if k >= 0 and words[k][0] < o < words[k][1] and targets.get(k):  # inside it: with its word
+            return placed[max(targets[k])][1], 0, "inside"
+        previous = k - 1 if k >= 0 and words[k][0] == o else k
         if previous >= 0 and targets.get(previous):
-            return placed[max(targets[previous])][1], 0, False
+            return placed[max(targets[previous])][1], 0, "after"
         following = previous + 1
         if following < len(words) and targets.get(following):
-            return placed[min(targets[following])][0], 0, False
+            return placed[min(targets[following])][0], 0, "before"
         if previous < 0 and placed:
-            return placed[0][0], 0, False
-        return self.target.ends[s], 1, False
+            return placed[0][0], 0, "before"
+        return self.target.ends[s], 1, "after"
+
+    def _spaced(self, pair, side: str) -> str:
+        """An atom placed beside a new word, set apart from it by a space where the source had one
+        on that side."""
+        text, o = self.run.text, pair.start
+        if pair.close or side in ("exact", "inside"):
+            return pair.open
+        if side == "after":
+            return (" " if o > 0 and text[o - 1].isspace() else "") + pair.open
+        return pair.open + (" " if o < len(text) and text[o].isspace() else "")
 
 
 def _written(written: list[str], tags: list[tuple[int, int, str]]) -> str:
