@@ -92,6 +92,14 @@ DEPENDS = {
     ),
     "round-trip": ("seq2seq/documents", "scripts/round_trip.py", "scripts/common.py"),  # real files
     "document-scaling": ("seq2seq/documents", "scripts/round_trip.py", "scripts/common.py"),
+    "document-memory": (  # a tagged page's peak memory against its text alone
+        *DECODING,
+        "seq2seq/documents",
+        "seq2seq/alignment",
+        "seq2seq/request",
+        "scripts/bench_document_memory.py",
+        "scripts/common.py",
+    ),
     "markup": (  # tags placed through each source of links, against the gold set's spans
         *DECODING,
         "seq2seq/alignment",

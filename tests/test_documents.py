@@ -388,7 +388,7 @@ def test_a_sentence_that_cannot_be_aligned_leaves_only_its_own_tags_unplaced(wor
     )
     done = translate_document(model, tokenizer, html, "html", DecodeOptions(beam=2, max_len=8))
     assert done.unaligned == [1] and any("sentence 2" in n for n in done.notices)
-    assert aligned[0] == [0, 1, 2] and [1] in aligned  # halved until the sentence stood alone
+    assert sorted(aligned[0]) == [0, 1, 2] and [1] in aligned  # halved until the sentence stood alone
     assert done.text.count("<b>") == 2 and done.text.count("</i>") == 1
 
 

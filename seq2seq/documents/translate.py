@@ -169,7 +169,7 @@ def placing_rule(method) -> tuple[str, float]:
     return ("mass", method.aligner.threshold) if method.name == "layer" else (PLACING_RULE, 0.5)
 
 
-ALIGNED_AT_ONCE = 64  # sentences aligned in one pass: their maps are dropped before the next
+ALIGNED_AT_ONCE = 32  # sentences aligned in one pass (by length): their maps dropped before the next
 
 
 def _links(model, tokenizer, runs: list[Run], cuts, sentences: list[str], translations: list[str], method):
@@ -184,6 +184,7 @@ def _links(model, tokenizer, runs: list[Run], cuts, sentences: list[str], transl
         at += len(spans)
     links: list[set] = [set() for _ in sentences]
     todo = [i for i in wanted if translations[i].strip()]
+    todo.sort(key=lambda i: len(sentences[i]))  # batches of like lengths: less padding
     failed: list[int] = []
     for start in range(0, len(todo), ALIGNED_AT_ONCE):
         batch = todo[start : start + ALIGNED_AT_ONCE]

@@ -125,7 +125,7 @@ class Seq2SeqModel(nn.Module, ABC):
         architecture has a subset), each (B, L, H, rows, cols)."""
         record = AttentionRecord()
         memory, src_mask = self.encode(src, record)
-        self.decode_all(tgt_in, memory, src_mask, record)
+        self.decode_states(tgt_in, memory, src_mask, record)  # the weights alone: no output layer
         return {kind: torch.stack(layers, dim=1) for kind, layers in vars(record).items() if layers}
 
     def set_dropout(self, p: float) -> None:
