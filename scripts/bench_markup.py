@@ -1,27 +1,27 @@
 """Is markup placed where a person would place it? Tags wrapped around source words of the shipped
-gold alignment set are placed into the reference translation (seq2seq/documents/markup.py) and
+gold alignment set are placed into the reference translation (seq2seq/documents/placing.py) and
 compared with the span the gold links give.
 
-Construction: in every pair of `data/alignment/{dev,test}`, for each length of 1, 2 and 3 words,
-one span of source words (its start drawn with a fixed seed among the starts whose words all have
-a Sure gold link) is wrapped in a tag. The gold span is the first to the last target word
-Sure-linked to the span's words. A placement is right when its tag encloses exactly those words.
-Each source of links places the same tags with the same code: the run's cross-attention (the
-method, layer and mean of heads that place most tags right on dev: attention or shifted by one,
-each layer), the run's alignment layer (where `seq2seq align-train` fitted one), eflomal's (with
-the training corpus beside, the `align` extra) and a naive rule (each source word at the same
-relative position in the target). The table reports both halves,
-the choice made on dev alone.
+Construction: in every pair of `data/alignment/{dev,test}`, every span of 1, 2 and 3 consecutive
+source words of which at least one word has a gold link (Sure or Possible) is wrapped in a tag,
+one tag at a time. The gold span is the first to the last target word linked (Sure or Possible)
+to the span's words. A placement is right when its tag encloses exactly those words. Each source
+of links places the same tags with the same code: the run's cross-attention (the method and layer,
+mean of heads, that place most dev tags right: attention or shifted by one, each layer), the head
+guided training taught, the run's alignment layer (where `seq2seq align-train` fitted one) at its
+own threshold and at the placing threshold chosen on dev (`--thresholds`), eflomal's (with the
+training corpus beside, the `align` extra) and a naive rule (each source word at the same relative
+position in the target). The table reports both halves, every choice made on dev alone.
 
     python -m scripts.bench_markup --run runs/multi30k-en-fr --data-dir "$SEQ2SEQ_DATA_DIR" [--figure]
 """
 
 import argparse
-import random
 from pathlib import Path
 
 from scripts import figures
 from scripts.common import REPO, cpu
+from seq2seq.alignment.extract import extract
 from seq2seq.alignment.pharaoh import read_links
 from seq2seq.documents.markup import Run
 from seq2seq.documents.placing import place
@@ -29,15 +29,14 @@ from seq2seq.documents.placing import place
 GOLD = REPO / "data" / "alignment"
 
 
-def spans_of(words: int, sure: set, seed: int) -> list[tuple[int, int]]:
-    """One span of 1, 2 and 3 words whose words all have a Sure link (where one exists)."""
-    linked = {i for i, _ in sure}
-    rng, out = random.Random(seed), []
-    for n in (1, 2, 3):
-        starts = [s for s in range(words - n + 1) if all(i in linked for i in range(s, s + n))]
-        if starts:
-            out.append((s := rng.choice(starts), s + n))
-    return out
+def spans_of(words: int, linked: set[int]) -> list[tuple[int, int]]:
+    """Every span of 1, 2 and 3 words with at least one gold-linked word."""
+    return [
+        (start, start + n)
+        for n in (1, 2, 3)
+        for start in range(words - n + 1)
+        if any(i in linked for i in range(start, start + n))
+    ]
 
 
 def tagged(words: list[str], span: tuple[int, int]) -> Run:
@@ -70,7 +69,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--run", required=True)
     p.add_argument("--data-dir", help="Multi30k: eflomal aligns with the training corpus beside")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--thresholds", default="0.05,0.1,0.15,0.2,0.25,0.3,0.35,0.4,0.5", help="swept on dev")
     p.add_argument("--figure", action="store_true", help="write docs/figures/markup.json")
     args = p.parse_args()
     commit = figures.clean_commit(figures.DEPENDS["markup"]) if args.figure else None
@@ -84,22 +83,29 @@ def main() -> None:
     print(f"CPU: {cpu()}; run {args.run}")
     aligner = load(args.run)  # the run's alignment layer (align-train), where it has one
     guided = trained_method(Path(args.run), model, 32)  # the head guided training taught, if any
-    method = choose(model, tokenizer, args.seed)
+    method = choose(model, tokenizer)
     columns = ["half", "tags", f"the run's attention ({method.name}, layer {method.layer})"]
     if guided is not None:
         columns.append(f"its guided head ({guided.name}, layer {guided.layer} head {guided.head})")
-    columns += [*(["its alignment layer"] if aligner else []), "eflomal"]
+    placing = None
+    if aligner is not None:
+        swept = [float(t) for t in args.thresholds.split(",")]
+        placing = choose_threshold(model, tokenizer, aligner, swept)
+        columns += [f"its alignment layer (at {aligner.threshold:g})", f"its layer placing at {placing:g}"]
+    columns.append("eflomal")
     columns.append("same relative position")
     print("| " + " | ".join(columns) + " |")
     rows = []
     for half in ("dev", "test"):
         sources, targets, gold = read_half(half)
         readings = [method] if guided is None else [method, guided]
-        readings += [] if aligner is None else [Method("layer", aligner=aligner)]
         ours = [  # each reading's links drawn as `translate` draws them to place tags
             [a.links for a in seq2seq.align(model, tokenizer, sources, targets, m, *placing_rule(m))]
             for m in readings
         ]
+        if aligner is not None:
+            layer = seq2seq.align(model, tokenizer, sources, targets, Method("layer", aligner=aligner))
+            ours += [[extract(a.scores, "mass", t) for a in layer] for t in (aligner.threshold, placing)]
         theirs = eflomal(sources, targets, args.data_dir)
         naive = [
             {
@@ -110,16 +116,17 @@ def main() -> None:
         ]
         total, rights = 0, []
         for links in (*ours, theirs, naive):
-            total, right = accuracy(sources, targets, gold, links, args.seed)
+            total, right = accuracy(sources, targets, gold, links)
             rights.append(f"{right / total:.1%}")
         rows.append([half, str(total), *rights])
         print("| " + " | ".join(rows[-1]) + " |")
     if args.figure:
         note = (
-            f"{args.run}: in each pair of the shipped gold set's halves, a tag around a span of 1, 2 "
-            "and 3 source words (seeded), placed into the reference translation through each source "
-            "of links (documents/markup.py); a cell: the tags placed exactly around the span the "
-            "gold Sure links give. The attention's method and layer (mean of heads) chosen on dev; the "
+            f"{args.run}: in each pair of the shipped gold set's halves, a tag around every span of 1, 2 "
+            "and 3 source words with a gold link, placed into the reference translation through each "
+            "source of links (documents/placing.py); a cell: the tags placed exactly around the span "
+            "the gold links (Sure and Possible) give. The attention's method and layer (mean of heads) "
+            "and the layer's placing threshold chosen on dev; the "
             "alignment layer is what `translate` and the server place tags with, else the guided head; "
             "eflomal (one run: it seeds itself) trained with the corpus beside."
         )
@@ -132,22 +139,34 @@ def read_half(half: str):
     return sources, targets, read_links(GOLD / f"{half}.align")
 
 
-def accuracy(sources, targets, gold, links, seed: int) -> tuple[int, int]:
+def accuracy(sources, targets, gold, links) -> tuple[int, int]:
     """(tags, tags placed around exactly the gold span)."""
     total = right = 0
     for n, (source, target) in enumerate(zip(sources, targets, strict=True)):
-        sure = gold[n].sure
-        for span in spans_of(len(source.split()), sure, seed * 1000 + n):
-            linked = [j for i, j in sure if span[0] <= i < span[1]]
+        linked = gold[n].possible | gold[n].sure
+        for span in spans_of(len(source.split()), {i for i, _ in linked}):
+            to = [j for i, j in linked if span[0] <= i < span[1]]
             total += 1
-            right += placed_span(tagged(source.split(), span), target, links[n]) == (
-                min(linked),
-                max(linked) + 1,
-            )
+            right += placed_span(tagged(source.split(), span), target, links[n]) == (min(to), max(to) + 1)
     return total, right
 
 
-def choose(model, tokenizer, seed: int):
+def choose_threshold(model, tokenizer, aligner, thresholds: list[float]) -> float:
+    """The threshold of the layer's word scores (rule `mass`) that places most dev tags right."""
+    import seq2seq
+    from seq2seq.alignment.methods import Method
+
+    sources, targets, gold = read_half("dev")
+    found = seq2seq.align(model, tokenizer, sources, targets, Method("layer", aligner=aligner))
+    scored = []
+    for t in thresholds:
+        right = accuracy(sources, targets, gold, [extract(a.scores, "mass", t) for a in found])[1]
+        print(f"dev, the layer placing at {t:g}: {right} right")
+        scored.append((right, -t, t))
+    return max(scored)[2]
+
+
+def choose(model, tokenizer):
     """The attention method and layer (mean of heads) that place most dev tags right."""
     import seq2seq
     from seq2seq.alignment.methods import Method
@@ -160,9 +179,7 @@ def choose(model, tokenizer, seed: int):
         for layer in range(1, layers + 1):
             method = Method(name, layer)
             found = seq2seq.align(model, tokenizer, sources, targets, method, *placing_rule(method))
-            scored.append(
-                (accuracy(sources, targets, gold, [a.links for a in found], seed)[1], -layer, method)
-            )
+            scored.append((accuracy(sources, targets, gold, [a.links for a in found])[1], -layer, method))
     return max(scored, key=lambda x: x[:2])[2]
 
 
