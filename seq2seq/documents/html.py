@@ -45,7 +45,9 @@ CHARREF = re.compile(r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
 
 def add_spelled(run: Run, raw: str, data: str) -> None:
     """`data` (the parser's reading of `raw`, its references decoded) added to the run, each
-    decoded reference spelled as the source wrote it; a reading that does not match: as read."""
+    decoded reference spelled as the source wrote it. What the parser read past without a word
+    (`</>`, a broken declaration) is kept where it stood, an atom; a reading that does not match
+    at all: the source as an atom (kept, untranslated)."""
     pieces, at = [], 0
     for match in CHARREF.finditer(raw):
         written = match.group()
@@ -55,17 +57,26 @@ def add_spelled(run: Run, raw: str, data: str) -> None:
         rest = 0  # what a name without ";" leaves unread: the same in both
         while rest < len(read) - 1 and written[-1 - rest] == read[-1 - rest]:
             rest += 1
-        pieces += [
-            (raw[at : match.start()], None),
-            (read[: len(read) - rest], written[: len(written) - rest]),
-        ]
+        entity = (read[: len(read) - rest], written[: len(written) - rest])
+        pieces += [(raw[at : match.start()], None), entity]
         at = match.end() - rest
-    pieces.append((raw[at:], None))
-    if "".join(read for read, _ in pieces) != data:
-        run.add(data)
+    pieces += [(raw[k], None) for k in range(at, len(raw))]  # the rest, a character at a time
+    done, used = 0, 0
+    while used < len(pieces) and done < len(data):
+        read = pieces[used][0]
+        if data[done : done + len(read)] != read:
+            break
+        done, used = done + len(read), used + 1
+    if done != len(data):
+        run.atom(raw)
         return
-    for read, written in pieces:
-        run.add(read, written)
+    for read, written in pieces[:used]:
+        if read or not written:
+            run.add(read, written)
+        else:  # a reference that reads as nothing (`&#1`): kept as written
+            run.atom(written)
+    if used < len(pieces):
+        run.atom("".join(written or read for read, written in pieces[used:]))
 
 
 class _Reader(HTMLParser):
@@ -102,6 +113,9 @@ class _Reader(HTMLParser):
             start, data = self.data
             self.data = None
             add_spelled(self._begin(start), self.text[start:end], data)
+            self.run_end = end
+        elif self.run is not None and not self.kept and end > self.run_end:  # read past in silence
+            self.run.atom(self.text[self.run_end : end])
             self.run_end = end
         return end
 
@@ -184,29 +198,22 @@ class _Reader(HTMLParser):
             return  # spaces between blocks: kept as they are
         self.data = (start, data)
 
+    # a comment, processing instruction or CDATA section (or what the parser takes for one, such as
+    # `</<>`): inside a run an atom of its source, which the next event's `_flush` adds from where
+    # the run stopped to where the parser stands (it neither splits the sentence nor is lost);
+    # between runs written back as it is
     def handle_comment(self, data):
-        self._markup("-->")
+        self._flush()
 
     def handle_pi(self, data):
-        self._markup(">")
+        self._flush()
 
-    def unknown_decl(self, data):  # a CDATA section
-        self._markup("]]>")
+    def unknown_decl(self, data):
+        self._flush()
 
     def handle_decl(self, decl):
         self._flush()
         self._boundary()
-
-    def _markup(self, close: str) -> None:
-        """A comment, processing instruction or CDATA section: inside a run an atom of its source
-        (it neither splits the sentence nor is lost), between runs written back as it is."""
-        start = self._flush()
-        if self.kept or self.run is None:
-            return
-        end = self.text.find(close, start)
-        end = len(self.text) if end < 0 else end + len(close)
-        self.run.atom(self.text[start:end])
-        self.run_end = end
 
 
 def runs_of(text: str) -> list[tuple[int, int, Run]]:
