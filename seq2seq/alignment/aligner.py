@@ -109,12 +109,10 @@ def fit_together(forward, reverse, pairs: list[tuple[str, str]], langs, epochs: 
 def settings_of(layer, run: tuple, langs: tuple[str, str], pairs: int, epochs: int, **more) -> dict:
     """What aligner.json keeps of a fitted layer: its threshold chosen on the development half
     (`run`: the model and tokenizer it reads), how it was fitted, and `more`."""
-    (threshold, dev_aer), (placing, dev_spans) = choose_threshold(layer, *run, langs)
+    threshold, dev_aer = choose_threshold(layer, *run, langs)
     return {
         "threshold": threshold,
         "dev_aer": dev_aer,
-        "placing": placing,
-        "dev_spans": dev_spans,
         "pairs": pairs,
         "epochs": epochs,
         "teacher": TEACHER,
@@ -134,43 +132,24 @@ def epoch_line(epochs: int, say):
     return lambda epoch, loss: say(f"epoch {epoch} of {epochs}: loss {loss:.3f}")
 
 
-def choose_threshold(layer, model, tokenizer, langs) -> tuple[tuple[float, float | None], tuple]:
-    """The threshold with the lowest AER on the gold set's development half (its AER), and the one
-    that puts most tags on their exact span there (`exact_spans`: a tag is placed around the first
-    to the last target word linked to its words, documents/placing.py's rule); 0.5 and None each
-    where the gold set does not fit the run."""
+def choose_threshold(layer, model, tokenizer, langs) -> tuple[float, float | None]:
+    """The threshold with the lowest AER on the gold set's development half (its AER), or 0.5 and
+    None where the gold set does not fit the run."""
     from seq2seq.alignment.extract import extract
     from seq2seq.alignment.score import score
 
     half = development_half(langs)
     if half is None:
-        return (0.5, None), (0.5, None)
+        return 0.5, None
     sources, targets, gold = half
     masses = [
         None if e is None else word_mass(layer, e) for e in examples_of(model, tokenizer, sources, targets)
     ]
-    found = {t: [set() if m is None else extract(m, "mass", t) for m in masses] for t in THRESHOLDS}
-    aer = min((score(links, gold).aer, t) for t, links in found.items())
-    spans = max((exact_spans(links, gold, sources), -t) for t, links in found.items())
-    return (aer[1], round(aer[0], 4)), (-spans[1], round(spans[0], 4))
-
-
-def exact_spans(links: list[set], gold: list, sources: list[str]) -> float:
-    """The share of tags placed exactly: around every span of 1, 2 and 3 source words with a gold
-    link (Sure or Possible), the first to the last target word `links` give its words, against the
-    first to the last the gold links give (scripts/bench_markup.py measures the same through the
-    placing code)."""
-    right = total = 0
-    for found, expected, source in zip(links, gold, sources, strict=True):
-        every = expected.possible | expected.sure
-        for n in (1, 2, 3):
-            for start in range(len(source.split()) - n + 1):
-                want = [j for i, j in every if start <= i < start + n]
-                if want:
-                    got = [j for i, j in found if start <= i < start + n]
-                    total += 1
-                    right += bool(got) and (min(got), max(got)) == (min(want), max(want))
-    return right / max(total, 1)
+    best = min(
+        (score([set() if m is None else extract(m, "mass", t) for m in masses], gold).aer, t)
+        for t in THRESHOLDS
+    )
+    return best[1], round(best[0], 4)
 
 
 def development_half(langs: tuple[str, str]) -> tuple[list[str], list[str], list] | None:
@@ -200,7 +179,7 @@ def load(run: Path) -> AlignLayer | None:
     weights, settings = Path(run) / WEIGHTS, Path(run) / SETTINGS
     if not weights.is_file():
         return None
-    config, (threshold, placing), fitted_to = read_settings(settings)
+    config, threshold, fitted_to = read_settings(settings)
     if stale(run, fitted_to, settings, f"seq2seq align-train --run {run}"):
         return None
     try:
@@ -210,7 +189,7 @@ def load(run: Path) -> AlignLayer | None:
         raise Seq2SeqError(
             f"{weights}: not an alignment layer ({first_line(e)}); train it again with align-train"
         ) from None
-    layer.threshold, layer.placing = threshold, placing  # links for `align`; for placing tags
+    layer.threshold = threshold
     return layer.eval()
 
 
@@ -239,12 +218,10 @@ def read_settings(path: Path) -> tuple[dict, float, str | None]:
         if config["width"] % config["heads"]:
             raise ValueError(f"{path}: config.width must be a multiple of config.heads")
         check("threshold", kept.get("threshold"), float, str(path), (0.0, 1.0))
-        check("placing", kept.get("placing", kept["threshold"]), float, str(path), (0.0, 1.0))
         check("weights", kept.get("weights"), str | None, str(path))
     except ValueError as e:
         raise Seq2SeqError(f"{e}; fit it again with align-train") from None
-    thresholds = float(kept["threshold"]), float(kept.get("placing", kept["threshold"]))
-    return config, thresholds, kept.get("weights")
+    return config, float(kept["threshold"]), kept.get("weights")
 
 
 def layer_method(run: Path):

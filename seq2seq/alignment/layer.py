@@ -27,8 +27,6 @@ from seq2seq.data.special import BOS_ID, EOS_ID
 
 
 class AlignLayer(nn.Module):
-    threshold = placing = 0.5  # a link's share of a word's mass, to align and to place tags (aligner.load)
-
     def __init__(self, d_model: int, width: int = 256, heads: int = 4):
         super().__init__()
         self.config = {"d_model": d_model, "width": width, "heads": heads}

@@ -163,11 +163,10 @@ def _notices(done: TranslatedDocument, method, most: int) -> list[str]:
 
 def placing_rule(method) -> tuple[str, float]:
     """How links are drawn from `method`'s scores to place tags: an alignment layer's by its own
-    rule, `mass` at the threshold align-train chose for placing (most tags on their exact span on
-    the gold set's development half); any other reading's by PLACING_RULE."""
+    rule, `mass` at the threshold chosen for it; any other reading's by PLACING_RULE."""
     from seq2seq.alignment.runs import PLACING_RULE
 
-    return ("mass", method.aligner.placing) if method.name == "layer" else (PLACING_RULE, 0.5)
+    return ("mass", method.aligner.threshold) if method.name == "layer" else (PLACING_RULE, 0.5)
 
 
 ALIGNED_AT_ONCE = 32  # sentences aligned in one pass (by length): their maps dropped before the next
