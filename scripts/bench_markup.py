@@ -9,7 +9,7 @@ to the span's words. A placement is right when its tag encloses exactly those wo
 of links places the same tags with the same code: the run's cross-attention (the method and layer,
 mean of heads, that place most dev tags right: attention or shifted by one, each layer), the head
 guided training taught, the run's alignment layer (where `seq2seq align-train` fitted one) at its
-own threshold and at the placing threshold chosen on dev (`--thresholds`), eflomal's (with the
+own threshold, eflomal's (with the
 training corpus beside, the `align` extra) and a naive rule (each source word at the same relative
 position in the target). The table reports both halves, every choice made on dev alone.
 
@@ -21,7 +21,6 @@ from pathlib import Path
 
 from scripts import figures
 from scripts.common import REPO, cpu
-from seq2seq.alignment.extract import extract
 from seq2seq.alignment.pharaoh import read_links
 from seq2seq.documents.markup import Run
 from seq2seq.documents.placing import place
@@ -69,7 +68,6 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--run", required=True)
     p.add_argument("--data-dir", help="Multi30k: eflomal aligns with the training corpus beside")
-    p.add_argument("--thresholds", default="0.05,0.1,0.15,0.2,0.25,0.3,0.35,0.4,0.5", help="swept on dev")
     p.add_argument("--figure", action="store_true", help="write docs/figures/markup.json")
     args = p.parse_args()
     commit = figures.clean_commit(figures.DEPENDS["markup"]) if args.figure else None
@@ -87,11 +85,8 @@ def main() -> None:
     columns = ["half", "tags", f"the run's attention ({method.name}, layer {method.layer})"]
     if guided is not None:
         columns.append(f"its guided head ({guided.name}, layer {guided.layer} head {guided.head})")
-    placing = None
     if aligner is not None:
-        swept = [float(t) for t in args.thresholds.split(",")]
-        placing = choose_threshold(model, tokenizer, aligner, swept)
-        columns += [f"its alignment layer (at {aligner.threshold:g})", f"its layer placing at {placing:g}"]
+        columns.append(f"its alignment layer (at {aligner.threshold:g})")
     columns.append("eflomal")
     columns.append("same relative position")
     print("| " + " | ".join(columns) + " |")
@@ -99,13 +94,11 @@ def main() -> None:
     for half in ("dev", "test"):
         sources, targets, gold = read_half(half)
         readings = [method] if guided is None else [method, guided]
+        readings += [] if aligner is None else [Method("layer", aligner=aligner)]
         ours = [  # each reading's links drawn as `translate` draws them to place tags
             [a.links for a in seq2seq.align(model, tokenizer, sources, targets, m, *placing_rule(m))]
             for m in readings
         ]
-        if aligner is not None:
-            layer = seq2seq.align(model, tokenizer, sources, targets, Method("layer", aligner=aligner))
-            ours += [[extract(a.scores, "mass", t) for a in layer] for t in (aligner.threshold, placing)]
         theirs = eflomal(sources, targets, args.data_dir)
         naive = [
             {
@@ -126,7 +119,7 @@ def main() -> None:
             "and 3 source words with a gold link, placed into the reference translation through each "
             "source of links (documents/placing.py); a cell: the tags placed exactly around the span "
             "the gold links (Sure and Possible) give. The attention's method and layer (mean of heads) "
-            "and the layer's placing threshold chosen on dev; the "
+            "chosen on dev; the "
             "alignment layer is what `translate` and the server place tags with, else the guided head; "
             "eflomal (one run: it seeds itself) trained with the corpus beside."
         )
@@ -149,21 +142,6 @@ def accuracy(sources, targets, gold, links) -> tuple[int, int]:
             total += 1
             right += placed_span(tagged(source.split(), span), target, links[n]) == (min(to), max(to) + 1)
     return total, right
-
-
-def choose_threshold(model, tokenizer, aligner, thresholds: list[float]) -> float:
-    """The threshold of the layer's word scores (rule `mass`) that places most dev tags right."""
-    import seq2seq
-    from seq2seq.alignment.methods import Method
-
-    sources, targets, gold = read_half("dev")
-    found = seq2seq.align(model, tokenizer, sources, targets, Method("layer", aligner=aligner))
-    scored = []
-    for t in thresholds:
-        right = accuracy(sources, targets, gold, [extract(a.scores, "mass", t) for a in found])[1]
-        print(f"dev, the layer placing at {t:g}: {right} right")
-        scored.append((right, -t, t))
-    return max(scored)[2]
 
 
 def choose(model, tokenizer):
