@@ -104,3 +104,24 @@ def test_markdown_structure_stays_and_a_block_of_lines_becomes_one():
 def test_a_broken_subtitle_is_one_line(text):
     with pytest.raises(Seq2SeqError, match="not a SubRip file"):
         round_trip(text, "srt")
+
+
+@pytest.mark.parametrize(
+    "text, format, expected",
+    [
+        # a cell kept as it is (code alone) still moves the search on: the next cell is its own
+        ("| Cmd | Does |\n|---|---|\n| `ls` | ls |", "markdown", "| CMD | DOES |\n|---|---|\n| `ls` | LS |"),
+        ("1. 1\n2. 2\n", "markdown", "1. 1\n2. 2\n"),  # a list item's text is found after its marker
+        # siblings widened to one word still nest; an empty pair stays one piece, in order
+        (
+            "<p>See <a href=u>Paris</a><sup>1</sup> now.</p>",
+            "html",
+            "<p>SEE <a href=u><sup>PARIS1</sup></a> NOW.</p>",
+        ),
+        ("<p>Hi. <a id=s></a>Paris is big.</p>", "html", "<p>HI. <a id=s></a>PARIS IS BIG.</p>"),
+        ("*a*~~b~~ c", "markdown", "*~~AB~~* C"),
+    ],
+)
+def test_markup_a_review_found_misplaced_stays_where_it_belongs(text, format, expected):
+    assert round_trip(text, format) == text
+    assert shouted(text, format) == expected

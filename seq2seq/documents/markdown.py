@@ -43,39 +43,46 @@ def layout(text: str) -> Layout:
     for line, end in zip(lines, [*ends, ""], strict=True):
         offsets.append(offsets[-1] + len(line) + len(end))
     spans, runs, left = [], [], []
-    done: dict[int, int] = {}  # line -> the column its last run ended at (a table row's cells)
+    done: dict[int, int] = {}  # line -> the column its last cell ended at (a table row's cells)
+    cell = False  # the inline token is a table cell's
     for token in tokens:
+        if token.type in ("th_open", "td_open"):
+            cell = True
         if token.type != "inline" or token.map is None or not token.content.strip():
             continue
-        located = _locate(lines, token.map, token.content.split("\n"), done.get(token.map[0], 0))
+        first, in_cell, cell = token.map[0], cell, False
+        located = _locate(lines, token.map, token.content.split("\n"), done.get(first, 0), in_cell)
         if located is None:  # content the source does not hold line by line (a table's `\|`)
-            left.append(token.map[0] + 1)
+            left.append(first + 1)
+            done[first] = len(lines[first])  # the row's later cells are not sought inside this one
             continue
         columns, end = located
-        first = token.map[0]
+        last = first + len(columns) - 1
+        done[last] = end  # kept or not, the next cell is sought after this one
         breaks = [ends[first + k] + lines[first + k + 1][: columns[k + 1]] for k in range(len(columns) - 1)]
         try:
             run = _Walk(md, token.content, breaks).walk(token.children)
         except _Lost:
-            left.append(token.map[0] + 1)
+            left.append(first + 1)
             continue
         if not run.text.strip():
             continue  # an image or a badge alone: nothing to translate, kept as it is
-        last = first + len(columns) - 1
         spans.append((offsets[first] + columns[0], offsets[last] + end))
         runs.append(run)
-        done[last] = end
     return spans_layout(text, spans, runs, left)
 
 
-def _locate(lines: list[str], span: list[int], content: list[str], after: int = 0):
+def _locate(lines: list[str], span: list[int], content: list[str], after: int = 0, cell: bool = False):
     """(the column of each content line in its source line, the end column of the last) of a
-    block's inline content; each line found in order, the first from column `after` (a cell is
-    sought after the cells before it in its row, never inside one of them)."""
+    block's inline content; each line found in order. A table cell is sought from column `after`
+    (after the cells before it in its row, never inside one of them); any other block's line is
+    the last occurrence in its line (its text follows its prefix: `1. 1` holds its `1` at 3)."""
     columns, end = [], 0
     for offset, part in enumerate(content):
         line = span[0] + offset
-        at = lines[line].find(part, after if offset == 0 else 0) if line < span[1] else -1
+        if line >= span[1]:
+            return None
+        at = lines[line].find(part, after) if cell else lines[line].rfind(part)
         if at < 0:
             return None
         columns.append(at)

@@ -154,34 +154,40 @@ class _Tags:
                     self.targets[s].setdefault(i, []).append(j)
         self.spans: list[tuple | None] = []
 
-    def placed(self) -> tuple[list[tuple[int, int, str]], int]:
+    def placed(self) -> tuple[list[tuple[int, tuple, str]], int]:
+        """Each tag as (output offset, its order there, markup). At one offset a tag placed exactly
+        keeps its source order; one placed beside a new word goes with the closings first (the
+        last opened first) and the openings last, so siblings widened to one word still nest."""
         tags, unplaced = [], 0
-        for pair in self.run.pairs:
+        parents = {pair.parent for pair in self.run.pairs}
+        for index, pair in enumerate(self.run.pairs):
             touched = self.flat[bisect_right(self.ends, pair.start) : bisect_left(self.starts, pair.end)]
             if pair.start == pair.end or not touched:
                 self.spans.append(None)
                 at, lost, side = self._atom(pair.start, bool(pair.close))
-                tags.append((at, pair.opened, self._spaced(pair, side)))
                 unplaced += lost
-                if pair.close:
-                    tags.append((self._atom(pair.end, False)[0], pair.closed, pair.close))
+                if pair.start == pair.end and index not in parents:  # an atom, or an empty pair: one piece
+                    tags.append((at, (1, pair.opened), self._spaced(pair, side) + pair.close))
+                    continue
+                closing, _, end_side = self._atom(pair.end, False)
+                empty = pair.start == pair.end  # around atoms alone: in source order, they inside
+                tags.append((at, _order(pair, empty or side == "exact", True), pair.open))
+                tags.append((closing, _order(pair, empty or end_side == "exact", False), pair.close))
                 continue
             span = self._span(pair, touched)
             self.spans.append(span)
             if span is None:
-                end = self.target.ends[touched[0][2]]
-                tags += [(end, pair.opened, pair.open), (end, pair.closed, pair.close)]
+                end = self.target.ends[touched[0][2]]  # its source order: a child stays inside
+                tags += [(end, (1, pair.opened), pair.open), (end, (1, pair.closed), pair.close)]
                 unplaced += 1
                 continue
             (s0, j0), (s1, j1) = span
             opening = self._exact(s0, j0, touched[0], pair.start, True)
             closing = self._exact(s1, j1, touched[-1], pair.end, False)
-            tags.append(
-                (self.target.words[s0][j0][0] if opening is None else opening, pair.opened, pair.open)
-            )
-            tags.append(
-                (self.target.words[s1][j1][1] if closing is None else closing, pair.closed, pair.close)
-            )
+            start = self.target.words[s0][j0][0] if opening is None else opening
+            end = self.target.words[s1][j1][1] if closing is None else closing
+            tags.append((start, _order(pair, opening is not None, True), pair.open))
+            tags.append((end, _order(pair, closing is not None, False), pair.close))
         return tags, unplaced
 
     def _span(self, pair, touched):
@@ -246,7 +252,14 @@ class _Tags:
         return pair.open + (" " if o < len(text) and text[o].isspace() else "")
 
 
-def _written(written: list[str], tags: list[tuple[int, int, str]]) -> str:
+def _order(pair, exact: bool, opening: bool) -> tuple[int, int]:
+    """Where a pair's tag goes among those at its offset (`_Tags.placed`)."""
+    if exact:
+        return 1, pair.opened if opening else pair.closed
+    return (2, pair.opened) if opening else (0, -pair.opened)
+
+
+def _written(written: list[str], tags: list[tuple[int, tuple, str]]) -> str:
     out, k = [], 0
     tags.sort(key=lambda tag: (tag[0], tag[1]))
     for at, piece in enumerate(written):
