@@ -134,6 +134,24 @@ DEPENDS = {
         "scripts/common.py",
     ),
 }
+# The pages' transcripts: what a command line prints, run through the CLI (scripts/transcripts.py).
+SHOWN = (
+    *DECODING,
+    "seq2seq/cli",
+    "seq2seq/request",
+    "seq2seq/stream",
+    "seq2seq/files",
+    "scripts/transcripts.py",
+)
+DEPENDS |= {
+    "transcript-train": (*SHOWN, *TRAINING),
+    "transcript-attention": (*SHOWN, "seq2seq/views"),
+    "transcript-score": SHOWN,
+    "transcript-bootstrap": (*SHOWN, "seq2seq/evaluate.py", "seq2seq/paired.py"),
+    "transcript-sampling": SHOWN,
+    "transcript-trace": SHOWN,
+    "transcript-serve": (*SHOWN, "seq2seq/serve"),
+}
 CPU_CODE = re.compile(r", family \d+ model \d+")  # kept in the file; a page names the CPU and its flags
 BLOCK = re.compile(r"(<!-- figure: ([\w-]+) -->\n)(.*?)(<!-- /figure -->)", re.S)
 
@@ -152,11 +170,15 @@ class Figure:
     torch: str
     fingerprint: str
     note: str = ""
+    text: str = ""  # a transcript: what commands printed (scripts/transcripts.py), in place of a table
 
     def markdown(self) -> str:
-        """The table, its note and its stamp, as a page shows them."""
-        lines = ["| " + " | ".join(self.columns) + " |", "|" + "---|" * len(self.columns)]
-        lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+        """The table (or the transcript), its note and its stamp, as a page shows them."""
+        if self.text:
+            lines = ["```text", self.text.rstrip("\n"), "```"]
+        else:
+            lines = ["| " + " | ".join(self.columns) + " |", "|" + "---|" * len(self.columns)]
+            lines += ["| " + " | ".join(row) + " |" for row in self.rows]
         if self.note:
             lines += ["", self.note]
         lines += [
@@ -215,7 +237,9 @@ def write(figure: Figure, folder: Path = FIGURES_DIR) -> Path:
     return target
 
 
-def stamped(name: str, columns, rows, command: str, commit: str, note: str = "", **stamp) -> Figure:
+def stamped(
+    name: str, columns, rows, command: str, commit: str, note: str = "", text: str = "", **stamp
+) -> Figure:
     """A figure of `name` measured at `commit` (a clean one: `clean_commit`), its fingerprint that
     commit's; `stamp` gives date, cpu and torch."""
     return Figure(
@@ -226,11 +250,14 @@ def stamped(name: str, columns, rows, command: str, commit: str, note: str = "",
         commit,
         fingerprint=fingerprint(DEPENDS[name], commit),
         note=note,
+        text=text,
         **stamp,
     )
 
 
-def record(name: str, columns, rows, note: str, commit: str, command: str | None = None) -> Path:
+def record(
+    name: str, columns, rows, note: str, commit: str, command: str | None = None, text: str = ""
+) -> Path:
     """Write the figure `name` a script has just measured here and now, at `commit` (its
     `clean_commit`): stamped with today's date, this CPU and torch, and the command that ran it
     (default: `python -m scripts.<the script> <its arguments>`); returns the file."""
@@ -244,7 +271,7 @@ def record(name: str, columns, rows, note: str, commit: str, command: str | None
     if command is None:
         command = f"python -m scripts.{Path(sys.argv[0]).stem} " + shlex.join(sys.argv[1:])
     stamp = {"date": datetime.date.today().isoformat(), "cpu": cpu(), "torch": torch.__version__}
-    path = write(stamped(name, columns, rows, command.strip(), commit, note, **stamp))
+    path = write(stamped(name, columns, rows, command.strip(), commit, note, text, **stamp))
     print(f"wrote {path.relative_to(REPO)}")
     return path
 
