@@ -1,6 +1,7 @@
 """The shipped gold alignments (data/alignment/): each set's three files agree line by line, every
 link is in range, and its counts are the README's."""
 
+import json
 import re
 from pathlib import Path
 
@@ -38,3 +39,30 @@ def test_the_second_sets_counts_are_the_readmes():
     )
     counted = sum(len(g.sure) for g in gold), sum(len(g.possible - g.sure) for g in gold), words
     assert tuple(int(n.replace(",", "")) for n in said.groups()) == counted
+
+
+TRUST = GOLD.parent / "trust"
+
+
+@pytest.mark.parametrize("part", ["dev", "test"])
+def test_the_natural_error_set_is_well_formed(part):
+    from scripts.natural_set import marks
+
+    items = [json.loads(line) for line in (TRUST / f"{part}.jsonl").read_text(encoding="utf-8").splitlines()]
+    marked = marks(part)
+    assert len(items) == 250 and [i["id"] for i in items] == list(marked)
+    assert {i["system"] for i in items} == {"tiny-178", "tiny-517", "default-beam5", "default-sample-t1.0",
+                                            "default-sample-t1.2"}  # fmt: skip
+    for item in items:
+        sizes = {"omitted": len(item["source"].split()), "added": len(item["translation"].split())}
+        sizes["mistranslated"] = sizes["added"]
+        for kind, size in sizes.items():
+            assert all(0 <= a <= b < size for a, b in marked[item["id"]][kind]), (item["id"], kind)
+
+
+def test_the_natural_sets_agreement_is_the_readmes():
+    from scripts.natural_set import agreement
+
+    readme = (TRUST / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"omitted ([\d.]+),\s+added ([\d.]+),\s+mistranslated\s+([\d.]+),\s+correct (\d\.\d\d)", readme)
+    assert [float(k) for k in said.groups()] == [round(k, 2) for _, _, k in agreement().values()]
