@@ -37,8 +37,8 @@ from seq2seq.runs.load import load_run
 from seq2seq.runs.recipe import stored_languages
 from seq2seq.stream.lines import LineTranslator
 from seq2seq.stream.steer import Steer, Terms, TraceFile
-from seq2seq.trust.calibration import FAMILIES, FEATURES, Calibration, calibrated, own_words
-from seq2seq.trust.cases import KINDS, cases
+from seq2seq.trust.calibration import FAMILIES, FEATURES, Calibration, calibrated, own_signals
+from seq2seq.trust.cases import KINDS, cases, word_labels
 from seq2seq.trust.signals import check_pairs
 
 SIGNALS = {  # the single signals, each oriented so that higher is likelier wrong
@@ -97,6 +97,19 @@ def flag_f1(split: dict, calibration: Calibration) -> list[str]:
         false = sum(value(s) >= threshold for s in split["correct"])
         said.append(f"{flag} {2 * caught / (sum(len(split[k]) for k in kinds) + caught + false):.3f}")
     return said
+
+
+def own_words(model, tokenizer, pairs: list[tuple[str, str]]) -> tuple[list[float], list[float]]:
+    """The log-probabilities of the words of the model's own beam-5 translations of the pairs'
+    sources: those the reference lacks (likelier wrong), and those it holds."""
+    sources = [s for s, _ in pairs]
+    hypotheses = translate(model, tokenizer, sources, DecodeOptions(beam=5)).best
+    wrong, right = [], []
+    for s, (_, reference) in zip(check_pairs(model, tokenizer, sources, hypotheses), pairs, strict=True):
+        for lp, held in zip(s.word_logprobs, word_labels(s.target_words, reference), strict=True):
+            if held is not None:
+                (right if held else wrong).append(lp)
+    return wrong, right
 
 
 def word_marks(model, tokenizer, pairs, calibration: Calibration) -> str:
@@ -159,7 +172,9 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     dev = signals_by_kind(model, tokenizer, split["val"], args.seed)
     test = signals_by_kind(model, tokenizer, split["test_2016_flickr"] + split["test_2017_flickr"], args.seed)
-    calibration = calibrated(dev, own_words(model, tokenizer, split["val"]), f"{args.run}, val")
+    calibration = calibrated(
+        dev, own_signals(model, tokenizer, [s for s, _ in split["val"]]), f"{args.run}, val"
+    )
     shipped = Calibration.read()
     same = (shipped.omission, shipped.hallucination, shipped.unsure_word) == (
         calibration.omission, calibration.hallucination, calibration.unsure_word,

@@ -33,7 +33,8 @@ from scripts.common import REPO
 
 FIGURES_DIR = REPO / "docs" / "figures"
 PAGES = ("README.md", "docs/*.md")
-SUFFIXES = (".py", ".html", ".js", ".css", ".json")  # the files whose content a measurement runs or reads
+# the files whose content a measurement runs or reads
+SUFFIXES = (".py", ".html", ".js", ".css", ".json", ".jsonl")
 
 # What loading a run and searching with it runs: the figures of decoding, serving, trust, documents.
 DECODING = (
@@ -120,6 +121,16 @@ DEPENDS = {
         "seq2seq/stream",  # translate --confidence's lines, whose cost it measures
         "seq2seq/files",
         "seq2seq/alignment/words.py",
+        "scripts/bench_trust.py",
+        "scripts/common.py",
+    ),
+    "trust-natural": (  # the flags on the annotated natural errors, and on correct lines
+        *DECODING,
+        "seq2seq/trust",
+        "seq2seq/request",
+        "seq2seq/alignment/words.py",
+        "data/trust",
+        "scripts/bench_trust_natural.py",
         "scripts/bench_trust.py",
         "scripts/common.py",
     ),

@@ -15,8 +15,8 @@ from seq2seq.decoding.forced import score_pairs
 from seq2seq.errors import Seq2SeqError
 from seq2seq.runs.load import load_run
 from seq2seq.trust import cases as bench_cases
-from seq2seq.trust.calibration import Calibration, best_threshold, fit
-from seq2seq.trust.signals import check_pairs
+from seq2seq.trust.calibration import Calibration, budgeted, fit
+from seq2seq.trust.signals import Signals, check_pairs
 from tests.conftest import caption_tokenizer, tiny_model, write_run
 from tests.serve_helpers import tiny_rnn
 
@@ -121,14 +121,27 @@ def test_the_second_pass_adds_the_dependence_and_changes_nothing_else(pair):
         assert b.dependence == pytest.approx(b.score - e.total / e.pieces, abs=1e-3)
 
 
-def test_a_detector_finds_what_it_was_fitted_to():
+def test_a_detector_finds_what_it_was_fitted_to_and_says_the_prior_it_was_given():
     rng = np.random.default_rng(0)
     right = rng.normal(0.0, 1.0, (200, 5))
     wrong = right[:100] + np.array([3.0, 0.0, 0.0, 0.0, 0.0])  # only the first feature tells
-    detector = fit(torch.tensor(wrong), torch.tensor(right))
-    assert detector.weights[0] > 5 * max(abs(w) for w in detector.weights[1:5])
-    assert 0.0 < detector.threshold < 1.0
-    assert best_threshold(torch.tensor([3.0, 4.0]), torch.tensor([1.0, 2.0])) == (3.0, 1.0)
+    even, rare = (fit(torch.tensor(wrong), torch.tensor(right), prior) for prior in (0.5, 0.05))
+    assert even.weights[0] > 5 * max(abs(w) for w in even.weights[1:5])
+    assert even.threshold == rare.threshold == float("inf")  # set by the budget, later
+
+    def mean_probability(detector, rows):
+        return np.mean([detector.probability(Signals([], [], [], [], -r[0], 0.0, 1.0)) for r in rows])
+
+    # the probability follows the prior: where errors are rare, the same signals say less
+    assert mean_probability(rare, right) < 0.5 * mean_probability(even, right)
+
+
+def test_a_threshold_within_budget_flags_at_most_its_share_of_each_group():
+    people, own = torch.arange(100.0), torch.arange(50.0) * 2  # 0..99 and 0, 2, .., 98
+    threshold = budgeted([people, own], (0.05, 0.10))
+    assert int((people >= threshold).sum()) <= 5 and int((own >= threshold).sum()) <= 5
+    assert int((people >= threshold - 1).sum()) > 5  # the lowest that keeps to both
+    assert budgeted([torch.ones(10)], (0.0,)) > 1.0  # ties: none may reach it
 
 
 def test_a_calibration_is_kept_whole_and_a_bad_one_is_one_line(tmp_path):

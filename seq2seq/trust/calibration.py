@@ -1,20 +1,22 @@
 """When a flag is raised: detectors fitted to a run on its development split, kept in the run.
 
 Each family of errors has a detector, a logistic regression over a pair's signals (FEATURES,
-standardised) that gives the probability the pair is wrong that way; it is fitted on the cases
-cases.py makes of the development split (that family's errors against the correct pairs), and its
-flag is raised at the probability with the best F1 there. A word is marked "check this word" below
-a log-probability chosen on the model's own beam-5 translations of the split: the one that finds
-the most of the words their references lack (cases.word_labels) while at least WORD_PRECISION of
-the words it marks are such words (a mark should be worth a look; the best F1 would mark a
-quarter of all words, half of them wrongly). `seq2seq check --calibrate`
-fits them to a run and writes RUN/trust.json; a run without one is read with the package's
-calibration.json, fitted the same way to the en->fr run docs/scoring.md measures (another model's
-log-probabilities differ: calibrate it)."""
+standardised) fitted on the cases cases.py makes of the development split (that family's errors
+against the correct pairs), with the two classes weighted so that errors make up PRIOR of the
+pairs: its output is the probability that a translation with these signals has such an error
+where that share of translations has one (PRIOR: the share the annotators of data/trust found in
+the default run's beam-5 output). Made errors are many and blatant; the flags are raised for the
+lines users meet, so each flag's threshold is set by BUDGET: the lowest at which the flag is
+raised on at most that share of the split's references (people's translations) and of the
+model's own beam-5 translations of the split. A word is marked "check this word" below the
+log-probability at which at most MARKED of the words of those beam-5 translations are.
+`seq2seq check --calibrate` fits them to a run and writes RUN/trust.json; a run without one is
+read with the package's calibration.json, fitted the same way to the en->fr run docs/scoring.md
+measures (another model's log-probabilities differ: calibrate it)."""
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from importlib.resources import files
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from seq2seq.decoding.search import DecodeOptions, output_limit, translate
 from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import check
 from seq2seq.runs.identity import stale
-from seq2seq.trust.cases import cases, word_labels
+from seq2seq.trust.cases import cases
 from seq2seq.trust.signals import Signals, check_pairs
 
 RUN_FILE = "trust.json"  # a run's own calibration, beside its weights
@@ -40,7 +42,13 @@ FAMILIES = {
     "omission": ("omission, clause", "omission, words"),
     "hallucination": ("hallucination, other", "hallucination, loop"),
 }
-WORD_PRECISION = 0.75  # of the words marked "check this word" on the development split, lacking
+# The share of translations with such an error that a probability assumes: data/trust's marks of
+# the default run's 50 beam-5 translations of its development part (8 omit; none adds, so one in 50).
+PRIOR = {"omission": 0.16, "hallucination": 0.02}
+# The most a flag may be raised on the development split: (people's translations, the model's own
+# beam-5 lines), so that all flags together stay under 5% and 10% of them on held-back lines.
+BUDGET = {"omission": (0.03, 0.06), "hallucination": (0.015, 0.03)}
+MARKED = 0.02  # the most words of the model's own beam-5 translations marked "check this word"
 REPEATED = 0.7  # a share of repeated word trigrams at or above: a loop (three words said four times)
 UNCOVERED = 0.5  # a source word attended less than half an output piece's worth is listed (a rule)
 
@@ -138,73 +146,58 @@ def detector(data: object, name: str) -> Detector:
                     [float(v) for v in data["weights"]], float(threshold))  # fmt: skip
 
 
-def fit(wrong: torch.Tensor, right: torch.Tensor, steps: int = 2000) -> Detector:
+def fit(wrong: torch.Tensor, right: torch.Tensor, prior: float, steps: int = 2000) -> Detector:
     """A detector of `wrong` (N, F) features among `right` (M, F): gradient descent on the
-    standardised features, then the threshold with the best F1."""
+    standardised features, the classes weighted to `prior` (the share of wrong pairs its
+    probability assumes); its threshold is set later (`budgeted`)."""
     x = torch.cat([wrong, right]).double()
     y = torch.cat([torch.ones(len(wrong)), torch.zeros(len(right))]).double()
+    weight = torch.where(y > 0, prior / len(wrong), (1 - prior) / len(right))  # sums to 1
     mean, scale = x.mean(0), x.std(0, correction=0) + 1e-9
     z = torch.cat([(x - mean) / scale, torch.ones(len(x), 1, dtype=torch.float64)], 1)
     w = torch.zeros(z.size(1), dtype=torch.float64)
     for _ in range(steps):
-        w -= 0.5 * z.T @ (torch.sigmoid(z @ w) - y) / len(y)
-    p = torch.sigmoid(z @ w)
-    threshold, _ = best_threshold(p[: len(wrong)], p[len(wrong) :])
-    return Detector(mean.tolist(), scale.tolist(), w.tolist(), threshold)
+        w -= 2.0 * z.T @ (weight * (torch.sigmoid(z @ w) - y))
+    return Detector(mean.tolist(), scale.tolist(), w.tolist(), float("inf"))
 
 
-def best_threshold(wrong: torch.Tensor, right: torch.Tensor) -> tuple[float, float]:
-    """The value at or above which to flag (`wrong` and `right`: a signal's values, higher is
-    likelier wrong) with the best F1 of finding the wrong among both, and that F1."""
-    best = (float("inf"), 0.0)
-    for t in torch.cat([wrong, right]).unique().tolist():
-        caught, false = int((wrong >= t).sum()), int((right >= t).sum())
-        best = max(best, (t, 2 * caught / (len(wrong) + caught + false)), key=lambda b: b[1])
-    return best
+def budgeted(values: list[torch.Tensor], shares: tuple[float, ...]) -> float:
+    """The lowest threshold at or above which at most `shares[i]` of `values[i]` lie, for each i
+    (values: higher is likelier flagged)."""
+    lowest = -float("inf")
+    for v, share in zip(values, shares, strict=True):
+        allowed = int(share * len(v))  # values that may reach the threshold
+        if allowed < len(v):
+            kept = v.sort(descending=True).values[allowed]  # the first value that must stay below
+            lowest = max(lowest, torch.nextafter(kept, torch.tensor(float("inf"), dtype=kept.dtype)).item())
+    return lowest
 
 
-def calibrated(signals: dict[str, list[Signals]], words: tuple, fitted_on: str) -> Calibration:
-    """The detectors fitted to the signals of each kind of case (cases.py's kinds, and "correct"),
-    and the word threshold to `words` (`own_words`: the log-probabilities of wrong and right words)."""
+def calibrated(signals: dict[str, list[Signals]], own: list[Signals], fitted_on: str) -> Calibration:
+    """The detectors fitted to the signals of each kind of case (cases.py's kinds, and "correct":
+    the references), their thresholds and the word threshold set by BUDGET on the references and
+    `own` (the signals of the model's own beam-5 translations of the same sources)."""
     x = {
         kind: torch.tensor([features(s) for s in found], dtype=torch.float64)
         for kind, found in signals.items()
     }
     wrong = {family: [x[k] for k in kinds if k in x] for family, kinds in FAMILIES.items()}
-    if not all(wrong.values()) or "correct" not in x or not all(words):
-        lacking = [f for f, found in wrong.items() if not found] + ["words"] * (not all(words))
+    if not all(wrong.values()) or "correct" not in x or not any(s.word_logprobs for s in own):
+        lacking = [f for f, found in wrong.items() if not found] + ["translations"] * (not own)
         raise Seq2SeqError(f"{fitted_on}: too few pairs to fit the flags (no {', '.join(lacking)} cases)")
-    detectors = {family: fit(torch.cat(found), x["correct"]) for family, found in wrong.items()}
-    wrong, right = (torch.tensor(lps, dtype=torch.float64) for lps in words)
-    return Calibration(detectors["omission"], detectors["hallucination"], precise(wrong, right), fitted_on)
-
-
-def precise(wrong: torch.Tensor, right: torch.Tensor, precision: float = WORD_PRECISION) -> float:
-    """The highest log-probability at or below which marking words keeps at least `precision` of
-    the marks on `wrong` words (the lowest of all where none does)."""
-    best = float(torch.cat([wrong, right]).min())
-    for t in torch.cat([wrong, right]).unique().tolist():  # ascending: the last that holds is kept
-        caught, false = int((wrong <= t).sum()), int((right <= t).sum())
-        if caught / (caught + false) >= precision:
-            best = t
-    return best
-
-
-def own_words(model, tokenizer, pairs: list[tuple[str, str]]) -> tuple[list[float], list[float]]:
-    """The log-probabilities of the words of the model's own beam-5 translations of the pairs'
-    sources: those the reference lacks (likelier wrong), and those it holds."""
-    sources = [s for s, _ in pairs]
-    hypotheses = translate(model, tokenizer, sources, DecodeOptions(beam=5)).best
-    wrong, right = [], []
-    for s, (_, reference) in zip(check_pairs(model, tokenizer, sources, hypotheses), pairs, strict=True):
-        for lp, held in zip(s.word_logprobs, word_labels(s.target_words, reference), strict=True):
-            if held is not None:
-                (right if held else wrong).append(lp)
-    return wrong, right
+    detectors = {}
+    for family, found in wrong.items():
+        d = fit(torch.cat(found), x["correct"], PRIOR[family])
+        said = [torch.tensor([d.probability(s) for s in group]) for group in (signals["correct"], own)]
+        detectors[family] = replace(d, threshold=max(budgeted(said, BUDGET[family]), 0.0))
+    words = torch.tensor([-lp for s in own for lp in s.word_logprobs], dtype=torch.float64)
+    unsure = -budgeted([words], (MARKED,))
+    return Calibration(detectors["omission"], detectors["hallucination"], unsure, fitted_on)
 
 
 def calibrate(model, tokenizer, pairs: list[tuple[str, str]], fitted_on: str, seed: int = 0) -> Calibration:
-    """A run's calibration, fitted on `pairs` (its development split) made into cases.py's cases."""
+    """A run's calibration, fitted on `pairs` (its development split) made into cases.py's cases,
+    its thresholds set on the references and the model's own beam-5 translations of them."""
     built = cases(pairs, seed)
     lengths = map(len, tokenizer.encode([t for _, _, t in built], "target"))
     built = [case for case, n in zip(built, lengths, strict=True) if n <= output_limit(model)]  # loops grow
@@ -212,4 +205,12 @@ def calibrate(model, tokenizer, pairs: list[tuple[str, str]], fitted_on: str, se
     by_kind: dict[str, list[Signals]] = {}
     for (kind, _, _), signals in zip(built, found, strict=True):
         by_kind.setdefault(kind, []).append(signals)
-    return calibrated(by_kind, own_words(model, tokenizer, pairs), fitted_on)
+    return calibrated(by_kind, own_signals(model, tokenizer, [s for s, _ in pairs]), fitted_on)
+
+
+def own_signals(model, tokenizer, sources: list[str]) -> list[Signals]:
+    """The signals of the model's own beam-5 translations of `sources` (a blank one left out: it
+    is flagged "empty", not checked)."""
+    own = translate(model, tokenizer, sources, DecodeOptions(beam=5)).best
+    kept = [i for i, t in enumerate(own) if t.strip()]
+    return check_pairs(model, tokenizer, [sources[i] for i in kept], [own[i] for i in kept])

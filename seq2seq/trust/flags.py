@@ -12,7 +12,9 @@ MARK = "(?)"  # after a word to check, in `translate --confidence marks`' text
 
 
 def flags(s: Signals, calibration: Calibration) -> list[str]:
-    """The flags of one pair's signals, in a fixed order."""
+    """The flags of one pair's signals, in a fixed order. A word to check is marked on the word
+    (`answer`'s words), not flagged on the line: a person's good translation holds words the model
+    finds unlikely, and a line flag for each would flag most of them."""
     raised = []
     for name in ("omission", "hallucination"):
         detector = getattr(calibration, name)
@@ -20,8 +22,6 @@ def flags(s: Signals, calibration: Calibration) -> list[str]:
             raised.append(name)
     if s.repetition >= REPEATED:
         raised.append("repetition")
-    if any(lp <= calibration.unsure_word for lp in s.word_logprobs):
-        raised.append("unsure words")
     return raised
 
 
