@@ -133,12 +133,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.dry_run:
             print(f"# {name}\n{text}")
             continue
-        note = (
-            ""
-            if name in FRESH
-            else f"Run: {args.run.name} as runs/multi30k-en-fr, {args.tiny.name} as serve-demo."
-        )
-        figures.record(name, [], [], note, commit, text=text)
+        figures.record(name, [], [], "", commit, text=text)  # the command names the runs
 
 
 if __name__ == "__main__":
