@@ -1,18 +1,27 @@
-"""The terminology test (after Dinu et al. 2019), built from Multi30k's test sets: does every
-output hold its terms, what do they do to BLEU and chrF, and what do they cost?
-
-Construction, fixed before anything was measured: translate each test sentence with the plain
-beam; its terms are the first one (or two) words of its reference, in reading order, of at least
-four letters, not on a short list of French function words, and missing from the plain output
-(compared as lowercase words). A sentence with no such word is left out; the counts are printed.
-The constrained beam then translates the same sentences with those words as `--constraint`s, and
-both are scored against the references on exactly those sentences.
-
-Speed: sentences a second with 0, 1, 2 and 4 constraints (the first words of each reference that
-pass the same filter, present in the plain output or not) over the same sentences, the settings
-alternated over `--rounds` (the median taken), and each a ratio of the plain beam's speed.
+"""The terminology test with its controls, built from Multi30k's test sets and a dictionary made
+from the training pairs alone: does the output hold its terms, does the sentence around them keep
+up, and what do they cost?
 
     python -m scripts.bench_constraints --run runs/multi30k-en-fr --data-dir "$SEQ2SEQ_DATA_DIR" --figure
+
+- The dictionary (`dictionary`): eflomal's links of the run's training pairs (RUN/guided.align,
+  written when the run was guided; `--links FILE` for another), counted over lowercased words;
+  an English word of four letters or more, not a function word, gets the French word it is linked
+  to most often, where that is half its links or more, seen ten times or more, and is no French
+  function word.
+- Terms, fixed before anything was translated: a test sentence's source words (in reading order)
+  whose dictionary translation its reference holds as a word, at most two; both sides matched, as
+  Dinu et al. (2019) matched theirs. Sentences with none are left out (counts printed).
+- Three systems on those sentences: the plain beam; "append", the plain beam's output with each
+  term it lacks added before its last full stop (the control a forced term must beat); the beam
+  constrained to hold the terms.
+- Measures (scripts/term_metrics.py): the WMT 2021 terminology task's exact match, window overlap
+  and 1 - TERm; BLEU and chrF; and BLEU and chrF with the terms' words masked out of output and
+  reference (what the rest of the sentence earns).
+
+Speed: sentences a second with 0, 1, 2 and 4 constraints (the first words of each reference of
+four letters or more that are no function word) over the same sentences, the settings alternated
+over `--rounds` (the median taken), and each a ratio of the plain beam's speed.
 """
 
 import argparse
@@ -24,6 +33,7 @@ from pathlib import Path
 
 import torch
 
+from scripts import term_metrics as tm
 from scripts.common import cpu
 from seq2seq.decoding.search import DecodeOptions, translate
 from seq2seq.decoding.terms import Terms
@@ -38,15 +48,13 @@ FUNCTION_WORDS = {  # French words of four letters or more that are no term
     *("celui", "celle", "entre", "autre", "autres", "sous", "vers", "chez", "très", "plus", "comme"),
     *("quelque", "quelques", "être", "fait", "font", "avoir", "près", "contre", "ceux"),
 }
-COLUMNS = [
-    "test set",
-    "sentences",
-    "terms",
-    "in the output (pieces / words)",
-    "BLEU plain",
-    "BLEU with terms",
-]
-COLUMNS += ["chrF plain", "chrF with terms"]
+COLUMNS = ["test set", "system", "sentences (terms)", "exact match", "window overlap", "1 - TERm"]
+COLUMNS += ["BLEU", "BLEU, terms masked", "chrF", "chrF, terms masked"]
+ENGLISH_FUNCTION_WORDS = {  # English words of four letters or more that are no term
+    *("with", "while", "from", "that", "this", "their", "they", "there", "into", "onto", "over"),
+    *("some", "other", "each", "near", "under", "about", "behind", "front", "another", "what"),
+    *("where", "which", "have", "being", "through", "next", "down", "around", "outside", "inside"),
+}
 
 
 def words(text: str) -> list[str]:
@@ -54,13 +62,58 @@ def words(text: str) -> list[str]:
 
 
 def terms_of(reference: str, output: str, most: int, missing: bool = True) -> tuple[str, ...]:
+    """The first `most` content words of a reference (those the output lacks, with `missing`):
+    the speed test's terms."""
     seen = {w.lower() for w in WORD.findall(output)} if missing else set()
     found = [w for w in dict.fromkeys(words(reference)) if w.lower() not in seen]
     return tuple(found[:most])
 
 
-def holds(text: str, term: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(term)}(?!\w)", text) is not None
+def dictionary(pairs: list[tuple[str, str]], links: list[str]) -> dict[str, str]:
+    """English word -> its French translation, from word links of the training pairs."""
+    from collections import Counter, defaultdict
+
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for (en, fr), line in zip(pairs, links, strict=True):
+        e, f = en.split(), fr.split()
+        for link in line.split():
+            i, j = map(int, link.split("-"))
+            a, b = e[i].lower().strip(tm.PUNCTUATION), f[j].lower().strip(tm.PUNCTUATION)
+            if WORD.fullmatch(a) and WORD.fullmatch(b) and a not in ENGLISH_FUNCTION_WORDS:
+                counts[a][b] += 1
+    out = {}
+    for en, seen in counts.items():
+        (fr, n), total = seen.most_common(1)[0], sum(seen.values())
+        if n >= 10 and n >= total / 2 and fr not in FUNCTION_WORDS:
+            out[en] = fr
+    return out
+
+
+def matched(source: str, reference: str, lexicon: dict[str, str], most: int = 2) -> tuple[str, ...]:
+    """The dictionary translations of the source's words that the reference holds, at most `most`."""
+    found = []
+    for w in source.split():
+        fr = lexicon.get(w.lower().strip(tm.PUNCTUATION))
+        if fr and fr not in found and fr in tm.words(reference):
+            found.append(fr)
+    return tuple(found[:most])
+
+
+def appended(output: str, terms: tuple[str, ...]) -> str:
+    """The output with each term it lacks added before its last full stop."""
+    lacking = [t for t in terms if not tm.holds(output, t)]
+    if not lacking:
+        return output
+    body, stop = (output[:-1].rstrip(), ".") if output.endswith(".") else (output, "")
+    return " ".join([body, *lacking]) + stop
+
+
+def measured(outputs: list[str], references: list[str], terms: list[tuple[str, ...]]) -> list[str]:
+    s = score(outputs, references)
+    masked = tm.masked_scores(outputs, references, terms)
+    return [f"{tm.exact_match(outputs, terms):.1%}", f"{tm.window_overlap(outputs, references, terms):.3f}",
+            f"{tm.one_minus_term(outputs, references, terms):.3f}", f"{s.bleu:.1f}", f"{masked[0]:.1f}",
+            f"{s.chrf:.1f}", f"{masked[1]:.1f}"]  # fmt: skip
 
 
 def main() -> None:
@@ -73,29 +126,32 @@ def main() -> None:
     model, tokenizer = load_run(args.run)
     options = DecodeOptions(beam=args.beam, batch_size=args.batch_size)
     print(f"CPU: {cpu()}; {args.threads} threads; beam {args.beam}; run {args.run}")
-    rows = []
+    links = (args.links or Path(args.run) / "guided.align").read_text(encoding="utf-8").splitlines()
+    train = list(zip(read(args.data_dir, "train", "en"), read(args.data_dir, "train", "fr"), strict=True))
+    lexicon = dictionary(train, links)
+    print(f"dictionary: {len(lexicon)} English words")
+    rows, hard = [], []  # hard: the sentences whose plain output lacks a term
     for split in SPLITS:
         sources, references = (read(args.data_dir, split, side)[: args.sentences] for side in ("en", "fr"))
-        plain = translate(model, tokenizer, sources, options).best
-        for most in (1, 2):
-            chosen = [i for i in range(len(sources)) if len(terms_of(references[i], plain[i], most)) == most]
-            terms = [Terms(terms_of(references[i], plain[i], most)) for i in chosen]
-            lines = [sources[i] for i in chosen]
-            result = translate(model, tokenizer, lines, options, constraints=terms)
-            pieces = sum(
-                all(met(tokenizer, tokens, t) for t in ts.include)
-                for tokens, ts in zip(result.tokens, terms, strict=True)
-            )
-            as_words = sum(
-                all(holds(out, t) for t in ts.include) for out, ts in zip(result.best, terms, strict=True)
-            )
-            before = score([plain[i] for i in chosen], [references[i] for i in chosen])
-            after = score(result.best, [references[i] for i in chosen])
-            n = len(chosen)
-            met_share = f"{pieces / n:.1%} / {as_words / n:.1%}"
-            scores = [f"{x:.1f}" for x in (before.bleu, after.bleu, before.chrf, after.chrf)]
-            rows.append([split, f"{n} of {len(sources)}", str(most), met_share, *scores])
+        chosen = [i for i in range(len(sources)) if matched(sources[i], references[i], lexicon)]
+        terms = [matched(sources[i], references[i], lexicon) for i in chosen]
+        lines, refs = [sources[i] for i in chosen], [references[i] for i in chosen]
+        plain = translate(model, tokenizer, lines, options).best
+        forced = translate(model, tokenizer, lines, options, constraints=[Terms(t) for t in terms]).best
+        systems = {"plain beam": plain, "append": [appended(o, t) for o, t in zip(plain, terms, strict=True)],
+                   "constrained": forced}  # fmt: skip
+        counted = f"{len(chosen)} of {len(sources)} ({sum(map(len, terms))})"
+        for name, outputs in systems.items():
+            rows.append([split, name, counted, *measured(outputs, refs, terms)])
             print("| " + " | ".join(rows[-1]) + " |")
+        lacking = [
+            k for k, (o, t) in enumerate(zip(plain, terms, strict=True)) if tm.exact_match([o], [t]) < 1
+        ]
+        subset = {name: [outputs[k] for k in lacking] for name, outputs in systems.items()}
+        at = [[refs[k] for k in lacking], [terms[k] for k in lacking]]
+        said = ", ".join(f"{name} {tm.masked_scores(o, *at)[0]:.1f}" for name, o in subset.items())
+        hard.append(f"{split}: {len(lacking)} sentences, BLEU with the terms masked: {said}")
+        print(hard[-1])
     speed = speed_rows(model, tokenizer, options, args)
     for row in speed:
         print("| " + " | ".join(row) + " |")
@@ -110,11 +166,6 @@ def main() -> None:
             + f", the median of {args.rounds} alternated rounds."
         )
         figures.record("terminology", COLUMNS, rows, note, args.commit)
-
-
-def met(tokenizer, tokens: list[int], term: str) -> bool:
-    phrase = tokenizer.encode([term], "target")[0]
-    return any(tokens[i : i + len(phrase)] == phrase for i in range(len(tokens)))
 
 
 def speed_rows(model, tokenizer, options, args) -> list[list[str]]:
@@ -156,6 +207,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--sentences", type=int, default=None, help="of each test set [default: all]")
+    p.add_argument("--links", type=Path, help="word links of the training pairs [default: RUN/guided.align]")
     p.add_argument("--speed-sentences", type=int, default=300)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--figure", action="store_true", help="write docs/figures/terminology.json")

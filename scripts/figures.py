@@ -57,10 +57,11 @@ DEPENDS = {
         "seq2seq/cli/serve.py",
         "scripts/bench_serve.py",
     ),
-    "terminology": (  # constrained beam search against the plain beam
+    "terminology": (  # constrained beam search against the plain beam and the append control
         *DECODING,
         "seq2seq/evaluate.py",
         "scripts/bench_constraints.py",
+        "scripts/term_metrics.py",
         "scripts/common.py",
     ),
     "alignment": (  # every alignment method on the shipped gold set, eflomal beside
