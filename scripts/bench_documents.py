@@ -3,8 +3,9 @@
 Construction: test_2016_flickr's English sentences, in order, cut into paragraphs of 2, 3, 4 and 5
 consecutive sentences in turn (scripts/bench_splitters.py's `paragraphs`), one space between
 sentences and a blank line between paragraphs, as one plain-text document (`--format text`).
-A sentence without a final mark (. ! ?) gets a full stop, as a sentence inside a paragraph has
-one: without it no splitter can tell where it ends (the "as given" row measures that). A
+First as given (many captions end without a mark); then each sentence without a final mark
+(. ! ?) given a full stop, as a sentence inside a paragraph has one: without it no splitter can
+tell where it ends. A
 paragraph is kept whole when its translation is exactly its sentences' own translations (the same
 sentences given as lines) joined by one space. Greedy and beam 5.
 
@@ -66,10 +67,11 @@ def main(argv: list[str] | None = None) -> None:
     raw = [s for s, _ in load_pairs(corpus, "test_2016_flickr", src, tgt, args.data_dir)]
     print(f"{args.run}, test_2016_flickr\n{cpu()}")
     rows = []
-    for what, sentences in (("with their full stops", [punctuated(s) for s in raw]), ("as given", raw)):
+    # as given first (the corpus's captions, many without a final stop), stops added second
+    for what, sentences in (("as given", raw), ("with full stops added", [punctuated(s) for s in raw])):
         given = paragraphs(sentences)
         for name, options in (("greedy", DecodeOptions(beam=1)), ("beam 5", DecodeOptions(beam=5))):
-            rounds = args.rounds if what != "as given" else 1
+            rounds = args.rounds if what == "as given" else 1
             whole, n, ratio = kept(model, tokenizer, given, options, rounds)
             share = f"{whole} ({whole / len(given):.1%})"
             row = [f"{len(given)}, {what}", name, share, str(n), f"{ratio:.3f}"]
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{args.run}: test_2016_flickr's sentences as paragraphs of 2-5 (one text document); kept "
             "whole: the paragraph's translation is its sentences' own translations joined. Time: the "
             f"document over the same sentences as lines, the median of {args.rounds} alternated rounds "
-            "(1 for the rows as given), one process, 2 threads."
+            "(1 for the rows with stops added), one process, 2 threads."
         )
         figures.record("documents", COLUMNS, rows, note, commit)
 
