@@ -15,7 +15,7 @@ from seq2seq.decoding.forced import score_pairs
 from seq2seq.errors import Seq2SeqError
 from seq2seq.runs.load import load_run
 from seq2seq.trust import cases as bench_cases
-from seq2seq.trust.calibration import Calibration, budgeted, fit
+from seq2seq.trust.calibration import Calibration, fit, threshold_within
 from seq2seq.trust.signals import Signals, check_pairs
 from tests.conftest import caption_tokenizer, tiny_model, write_run
 from tests.serve_helpers import tiny_rnn
@@ -127,7 +127,7 @@ def test_a_detector_finds_what_it_was_fitted_to_and_says_the_prior_it_was_given(
     wrong = right[:100] + np.array([3.0, 0.0, 0.0, 0.0, 0.0])  # only the first feature tells
     even, rare = (fit(torch.tensor(wrong), torch.tensor(right), prior) for prior in (0.5, 0.05))
     assert even.weights[0] > 5 * max(abs(w) for w in even.weights[1:5])
-    assert even.threshold == rare.threshold == float("inf")  # set by the budget, later
+    assert even.threshold == rare.threshold == float("inf")  # set later by FLAGGED
 
     def mean_probability(detector, rows):
         return np.mean([detector.probability(Signals([], [], [], [], -r[0], 0.0, 1.0)) for r in rows])
@@ -136,12 +136,12 @@ def test_a_detector_finds_what_it_was_fitted_to_and_says_the_prior_it_was_given(
     assert mean_probability(rare, right) < 0.5 * mean_probability(even, right)
 
 
-def test_a_threshold_within_budget_flags_at_most_its_share_of_each_group():
+def test_a_threshold_flags_at_most_its_share_of_each_group():
     people, own = torch.arange(100.0), torch.arange(50.0) * 2  # 0..99 and 0, 2, .., 98
-    threshold = budgeted([people, own], (0.05, 0.10))
+    threshold = threshold_within([people, own], (0.05, 0.10))
     assert int((people >= threshold).sum()) <= 5 and int((own >= threshold).sum()) <= 5
     assert int((people >= threshold - 1).sum()) > 5  # the lowest that keeps to both
-    assert budgeted([torch.ones(10)], (0.0,)) > 1.0  # ties: none may reach it
+    assert threshold_within([torch.ones(10)], (0.0,)) > 1.0  # ties: none may reach it
 
 
 def test_a_calibration_is_kept_whole_and_a_bad_one_is_one_line(tmp_path):

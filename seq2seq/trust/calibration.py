@@ -6,7 +6,7 @@ against the correct pairs), with the two classes weighted so that errors make up
 pairs: its output is the probability that a translation with these signals has such an error
 where that share of translations has one (PRIOR: the share the annotators of data/trust found in
 the default run's beam-5 output). Made errors are many and blatant; the flags are raised for the
-lines users meet, so each flag's threshold is set by BUDGET: the lowest at which the flag is
+lines users meet, so each flag's threshold is set by FLAGGED: the lowest at which the flag is
 raised on at most that share of the split's references (people's translations) and of the
 model's own beam-5 translations of the split. A word is marked "check this word" below the
 log-probability at which at most MARKED of the words of those beam-5 translations are.
@@ -47,7 +47,7 @@ FAMILIES = {
 PRIOR = {"omission": 0.16, "hallucination": 0.02}
 # The most a flag may be raised on the development split: (people's translations, the model's own
 # beam-5 lines), so that all flags together stay under 5% and 10% of them on held-back lines.
-BUDGET = {"omission": (0.03, 0.06), "hallucination": (0.015, 0.03)}
+FLAGGED = {"omission": (0.03, 0.06), "hallucination": (0.015, 0.03)}
 MARKED = 0.02  # the most words of the model's own beam-5 translations marked "check this word"
 REPEATED = 0.7  # a share of repeated word trigrams at or above: a loop (three words said four times)
 UNCOVERED = 0.5  # a source word attended less than half an output piece's worth is listed (a rule)
@@ -149,7 +149,7 @@ def detector(data: object, name: str) -> Detector:
 def fit(wrong: torch.Tensor, right: torch.Tensor, prior: float, steps: int = 2000) -> Detector:
     """A detector of `wrong` (N, F) features among `right` (M, F): gradient descent on the
     standardised features, the classes weighted to `prior` (the share of wrong pairs its
-    probability assumes); its threshold is set later (`budgeted`)."""
+    probability assumes); its threshold is set later (`threshold_within`)."""
     x = torch.cat([wrong, right]).double()
     y = torch.cat([torch.ones(len(wrong)), torch.zeros(len(right))]).double()
     weight = torch.where(y > 0, prior / len(wrong), (1 - prior) / len(right))  # sums to 1
@@ -161,7 +161,7 @@ def fit(wrong: torch.Tensor, right: torch.Tensor, prior: float, steps: int = 200
     return Detector(mean.tolist(), scale.tolist(), w.tolist(), float("inf"))
 
 
-def budgeted(values: list[torch.Tensor], shares: tuple[float, ...]) -> float:
+def threshold_within(values: list[torch.Tensor], shares: tuple[float, ...]) -> float:
     """The lowest threshold at or above which at most `shares[i]` of `values[i]` lie, for each i
     (values: higher is likelier flagged)."""
     lowest = -float("inf")
@@ -175,7 +175,7 @@ def budgeted(values: list[torch.Tensor], shares: tuple[float, ...]) -> float:
 
 def calibrated(signals: dict[str, list[Signals]], own: list[Signals], fitted_on: str) -> Calibration:
     """The detectors fitted to the signals of each kind of case (cases.py's kinds, and "correct":
-    the references), their thresholds and the word threshold set by BUDGET on the references and
+    the references), their thresholds and the word threshold set by FLAGGED on the references and
     `own` (the signals of the model's own beam-5 translations of the same sources)."""
     x = {
         kind: torch.tensor([features(s) for s in found], dtype=torch.float64)
@@ -189,9 +189,9 @@ def calibrated(signals: dict[str, list[Signals]], own: list[Signals], fitted_on:
     for family, found in wrong.items():
         d = fit(torch.cat(found), x["correct"], PRIOR[family])
         said = [torch.tensor([d.probability(s) for s in group]) for group in (signals["correct"], own)]
-        detectors[family] = replace(d, threshold=max(budgeted(said, BUDGET[family]), 0.0))
+        detectors[family] = replace(d, threshold=max(threshold_within(said, FLAGGED[family]), 0.0))
     words = torch.tensor([-lp for s in own for lp in s.word_logprobs], dtype=torch.float64)
-    unsure = -budgeted([words], (MARKED,))
+    unsure = -threshold_within([words], (MARKED,))
     return Calibration(detectors["omission"], detectors["hallucination"], unsure, fitted_on)
 
 
