@@ -78,6 +78,8 @@ DEPENDS = {
     ),
     "case": (  # ALL-CAPS and Title-Case lines through translate's lines, and the search alone
         *DECODING,
+        "seq2seq/request",
+        "seq2seq/paired.py",
         "seq2seq/documents",
         "seq2seq/stream",
         "seq2seq/files",
@@ -144,6 +146,17 @@ DEPENDS = {
         "scripts/against_ctranslate2.py",
         "scripts/engine_worker.py",
         "scripts/common.py",
+    ),
+    "decode-vs-ctranslate2-avx2": (  # the same, both engines held to AVX2
+        *DECODING,
+        "seq2seq/evaluate.py",
+        "seq2seq/export/ctranslate2.py",
+        "seq2seq/export/folder.py",
+        "scripts/bench_decode.py",
+        "scripts/against_ctranslate2.py",
+        "scripts/engine_worker.py",
+        "scripts/common.py",
+        "scripts/isa.py",
     ),
 }
 # The pages' transcripts: what a command line prints, run through the CLI (scripts/transcripts.py).

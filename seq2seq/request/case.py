@@ -2,12 +2,12 @@
 request's `case` policy "auto"; "keep" searches the line as it is).
 
 A model trained on sentence-case captions reads an ALL-CAPS line as pieces it has rarely or never
-seen (test_2016 upper-cased: BLEU 0.04 against 61.1), and a Title-Case one little better. A line
+seen, and a Title-Case one little better (scripts/bench_case.py's "the search alone"). A line
 whose letters are all capitals, or whose every word (two or more) starts with one, is folded to
 sentence case (lower case, its first letter a capital) before it is translated; its translation is
 then upper-cased, or each of its words given a capital first letter. Any other line is translated
-as it is. (Training on case-augmented pairs, Mozilla's approach, is the other way:
-scripts/bench_case.py measures the two side by side, docs/translate.md shows them.)"""
+as it is. (Training on case-augmented pairs, Mozilla's approach, is the other way: bench_case
+measures such a run beside with --augmented-run; docs/log.md has the figures.)"""
 
 import re
 from dataclasses import replace
