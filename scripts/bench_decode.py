@@ -34,12 +34,20 @@ from seq2seq.runs.load import load_run
 
 def main() -> None:
     args = parse_args()
+    if args.isa and not limited(args.isa):  # the limits are read at load: start again under them
+        import os
+        import sys
+
+        from scripts.isa import LIMITS
+
+        os.execve(sys.executable, [sys.executable, "-m", "scripts.bench_decode", *sys.argv[1:]],
+                  {**os.environ, **LIMITS[args.isa]})  # fmt: skip
     if args.figure:  # before anything is measured: the stamp names the code that runs
         from scripts import figures
 
         if not args.against or args.run is None:
             raise SystemExit("--figure writes the comparison against CTranslate2: give --against and --run")
-        args.commit = figures.clean_commit(figures.DEPENDS["decode-vs-ctranslate2"])
+        args.commit = figures.clean_commit(figures.DEPENDS[figure_name(args)])
     keep_freed_memory()  # as `seq2seq` does at startup
     torch.set_num_threads(args.threads)
     model, tokenizer, sources, references = model_and_sources(args)
@@ -93,7 +101,22 @@ def write_figure(rows: list[list[str]], notes: list[str], args) -> None:
         f"{args.sentences} sentences of {args.split}, batch {args.batch_size}, {args.threads} threads, "
         f"the median of {args.repeats} runs; ratio: ours / the engine's speed. " + "; ".join(notes) + "."
     )
-    figures.record("decode-vs-ctranslate2", columns, rows, note, args.commit)
+    if args.isa:
+        held = f"`python -m scripts.isa {args.isa} --check`"
+        note += f" Both engines held to {args.isa.upper()} (scripts/isa.py; {held} shows the kernels obey)."
+    figures.record(figure_name(args), columns, rows, note, args.commit)
+
+
+def figure_name(args) -> str:
+    return "decode-vs-ctranslate2" + (f"-{args.isa}" if args.isa else "")
+
+
+def limited(isa: str) -> bool:
+    import os
+
+    from scripts.isa import LIMITS
+
+    return all(os.environ.get(k) == v for k, v in LIMITS[isa].items())
 
 
 def length_table(model, sources: list[list[int]], args) -> None:
@@ -212,6 +235,7 @@ def parse_args():
     p.add_argument("--no-pack", action="store_true", help="fp32 on F.linear, not packed GEMMs (the CLI's)")
     p.add_argument("--profile", action="store_true", help="also print the top operators (cached)")
     p.add_argument("--against", choices=["ctranslate2"], help="the C++ engine on the same weights")
+    p.add_argument("--isa", choices=["avx2"], help="both engines held to this ISA (scripts/isa.py)")
     p.add_argument("--forced-len", type=int, default=20, help="output length of --against's forced mode")
     p.add_argument(
         "--figure",
