@@ -157,10 +157,11 @@ def main() -> None:
         print("| " + " | ".join(row) + " |")
     if args.figure:
         note = (
-            f"Beam {args.beam}, batch {args.batch_size}, {args.threads} threads. Terms: the first (or first "
-            "two) words of four letters or more of each reference that the plain beam's output lacks; "
-            "sentences without such words are left out, and both searches are scored on the same "
-            "sentences (sacreBLEU). Speed, over the first "
+            f"Beam {args.beam}, batch {args.batch_size}, {args.threads} threads. Terms: a dictionary of "
+            f"{len(lexicon)} English words made from eflomal's links of the training pairs; a sentence's "
+            "terms are its source words' dictionary translations that its reference holds (at most two); "
+            "the three systems are scored on the same sentences. Where the plain beam's output lacks a "
+            f"term: {'; '.join(hard)}. Speed, over the first "
             f"{args.speed_sentences} sentences of {SPLITS[0]}: "
             + "; ".join(f"{r[0]} constraints {r[1]} sentences/s ({r[2]} of the plain beam)" for r in speed)
             + f", the median of {args.rounds} alternated rounds."
