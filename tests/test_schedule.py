@@ -14,7 +14,7 @@ from seq2seq.training import loop as loop_module
 from seq2seq.training import validation as validation_module
 from seq2seq.training.config import TrainConfig
 from seq2seq.training.loop import Loop
-from seq2seq.training.schedule import budget_progress, dropout_at, lr_schedule
+from seq2seq.training.schedule import WARMUP_SHARE, budget_progress, dropout_at, lr_schedule
 from seq2seq.training.train import train
 from tests.helpers import REVERSE_MODEL, write_reversal_task
 
@@ -37,7 +37,7 @@ def test_the_cooldown_falls_linearly_to_zero_over_the_budgets_last_share():
     assert schedule(400, 1e-3, 100, progress=0.9, cooldown=0.2) == pytest.approx(rsqrt / 2)
     assert schedule(400, 1e-3, 100, progress=1.0, cooldown=0.2) == 0.0
     assert schedule(400, 1e-3, 100, progress=1.0, cooldown=0.0) == pytest.approx(rsqrt)  # off
-    assert schedule(50, 1e-3, 100, progress=0.95, cooldown=0.5) == pytest.approx(0.5e-3 * 0.1)  # in warmup
+    assert schedule(50, 1e-3, 100, progress=0.05, cooldown=0.5) == pytest.approx(0.5e-3)  # in warmup
 
 
 def test_without_the_decay_the_rate_holds_at_its_peak_and_a_whole_budget_cooldown_is_linear_to_zero():
@@ -50,6 +50,16 @@ def test_without_the_decay_the_rate_holds_at_its_peak_and_a_whole_budget_cooldow
         assert rate == pytest.approx(1e-3 * (1 - progress))
     with pytest.raises(ValueError, match="decay must be one of rsqrt, none, not 'cosine'"):
         TrainConfig(decay="cosine")  # a hand-edited config.json: test_cli.py
+
+
+def test_warmup_ends_at_its_steps_or_its_share_of_the_budget_whichever_comes_first():
+    share = WARMUP_SHARE
+    assert schedule(50, 1e-3, 400, progress=share / 2, decay="none") == pytest.approx(0.5e-3)
+    assert schedule(50, 1e-3, 400, progress=share, decay="none") == pytest.approx(1e-3)  # a short budget
+    assert schedule(200, 1e-3, 400, progress=0.01, decay="none") == pytest.approx(0.5e-3)  # a long one
+    # in a short budget the peak holds until the warmup's step count, then rsqrt decays from it
+    assert schedule(100, 1e-3, 400, progress=0.5) == pytest.approx(1e-3)
+    assert schedule(1600, 1e-3, 400, progress=0.9) == pytest.approx(0.5e-3)
 
 
 def test_budget_progress_is_the_largest_share_of_any_limit():

@@ -16,14 +16,21 @@ import math
 
 from seq2seq.training.config import TrainConfig
 
+# Warmup ends after `warmup` steps or this share of the budget, whichever comes first: a run of a
+# few minutes on a slow CPU takes few more steps than the warmup, and would spend its whole budget
+# below its peak rate (a linear cooldown over the budget then meeting the warmup half-way).
+WARMUP_SHARE = 0.15
+
 
 def lr_schedule(step: int, peak: float, warmup: int, progress: float, cooldown: float, decay: str) -> float:
-    """Linear warmup to `peak`, then decay with 1/sqrt(step) (Vaswani et al. 2017) or, with decay
-    "none", held at the peak; over the last `cooldown` share of the budget (`progress` from
-    1 - cooldown to 1) that rate falls linearly to 0."""
+    """Linear warmup to `peak` (over `warmup` steps or WARMUP_SHARE of the budget, whichever is
+    shorter), then decay with 1/sqrt(step) (Vaswani et al. 2017) or, with decay "none", held at the
+    peak; over the last `cooldown` share of the budget (`progress` from 1 - cooldown to 1) that rate
+    falls linearly to 0."""
     step = max(step, 1)
+    ramp = min(1.0, max(step / warmup, progress / WARMUP_SHARE))
     after_warmup = math.sqrt(warmup / step) if decay == "rsqrt" else 1.0
-    rate = peak * min(step / warmup, after_warmup)
+    rate = peak * min(ramp, after_warmup)
     if cooldown <= 0:
         return rate
     return rate * min(1.0, max(0.0, 1.0 - progress) / cooldown)
