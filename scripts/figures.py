@@ -50,7 +50,7 @@ TRAINING = (*DECODING, "seq2seq/training", "seq2seq/evaluate.py", "scripts/repro
 DEPENDS = {
     "quality-en-fr": TRAINING,
     "train-throughput": TRAINING,
-    "first-run": (*TRAINING, "seq2seq/cli", "scripts/first_run.py"),
+    "first-run": (*TRAINING, "seq2seq/cli", "scripts/first_run.py", "scripts/isa.py"),
     "serve-load": (  # the server's batching of one-line clients against the batched library call
         *DECODING,
         "seq2seq/serve",

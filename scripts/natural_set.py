@@ -8,7 +8,7 @@ by weaker systems this product makes, for annotators to mark (data/trust/GUIDELI
   the test part test_2016_flickr lines 1-250; nothing else was looked at before choosing them.
 - Systems, one a sentence in turn (line k gets SYSTEMS[k % 5]), so each system translates 50
   sentences of each part: the tiny preset's first snapshot (178 steps) and its last (517 steps,
-  the README's 3-minute first run), and the 50-minute default run's beam-5 output, samples at
+  the end of a 3-minute run), and the 50-minute default run's beam-5 output, samples at
   temperature 1.0 and samples at 1.2 (seeded).
 - Written: data/trust/{dev,test}.jsonl, one object a line: id, part, line (1-based in its
   split), system, source, translation, reference (Multi30k's own French, for the annotator's

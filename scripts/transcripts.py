@@ -28,7 +28,7 @@ SCORED = "printf 'A dog runs on the beach.\\n%.0s' 1 2 3 > en.txt; seq2seq trans
 SCORED += "'A dog runs on the beach.' | cut -d'|' -f4 | sed 's/^ //;s/ $//' > fr.txt"
 TRANSCRIPTS = {  # name: [(the command shown, its unshown setup or "")]
     "transcript-train": [
-        ("seq2seq train --preset tiny --max-minutes 3", ""),
+        ("seq2seq train --preset tiny --max-minutes 4", ""),
         ('seq2seq translate "The cat sat on the mat."', ""),
     ],
     "transcript-attention": [('seq2seq translate --show-attention "A dog runs on the beach."', "")],
