@@ -53,13 +53,17 @@ def test_without_the_decay_the_rate_holds_at_its_peak_and_a_whole_budget_cooldow
 
 
 def test_warmup_ends_at_its_steps_or_its_share_of_the_budget_whichever_comes_first():
+    def rate(step, progress, decay="none", cooldown=1.0):
+        return schedule(step, 1e-3, 400, progress=progress, cooldown=cooldown, decay=decay)
+
     share = WARMUP_SHARE
-    assert schedule(50, 1e-3, 400, progress=share / 2, decay="none") == pytest.approx(0.5e-3)
-    assert schedule(50, 1e-3, 400, progress=share, decay="none") == pytest.approx(1e-3)  # a short budget
-    assert schedule(200, 1e-3, 400, progress=0.01, decay="none") == pytest.approx(0.5e-3)  # a long one
+    assert rate(50, share / 2) == pytest.approx(0.5e-3 * (1 - share / 2))
+    assert rate(50, share) == pytest.approx(1e-3 * (1 - share))  # a short budget: the peak early
+    assert rate(200, 0.01) == pytest.approx(0.5e-3 * 0.99)  # a long one: the warmup's steps
+    assert rate(50, share, cooldown=0.0) == pytest.approx(0.125e-3)  # no cooldown: no budget in it
     # in a short budget the peak holds until the warmup's step count, then rsqrt decays from it
-    assert schedule(100, 1e-3, 400, progress=0.5) == pytest.approx(1e-3)
-    assert schedule(1600, 1e-3, 400, progress=0.9) == pytest.approx(0.5e-3)
+    assert rate(100, 0.5, decay="rsqrt", cooldown=0.5) == pytest.approx(1e-3)
+    assert rate(1600, 0.5, decay="rsqrt", cooldown=0.5) == pytest.approx(0.5e-3)
 
 
 def test_budget_progress_is_the_largest_share_of_any_limit():

@@ -23,12 +23,13 @@ WARMUP_SHARE = 0.15
 
 
 def lr_schedule(step: int, peak: float, warmup: int, progress: float, cooldown: float, decay: str) -> float:
-    """Linear warmup to `peak` (over `warmup` steps or WARMUP_SHARE of the budget, whichever is
-    shorter), then decay with 1/sqrt(step) (Vaswani et al. 2017) or, with decay "none", held at the
-    peak; over the last `cooldown` share of the budget (`progress` from 1 - cooldown to 1) that rate
-    falls linearly to 0."""
+    """Linear warmup to `peak` (over `warmup` steps or, with a cooldown, WARMUP_SHARE of the budget,
+    whichever is shorter), then decay with 1/sqrt(step) (Vaswani et al. 2017) or, with decay
+    "none", held at the peak; over the last `cooldown` share of the budget (`progress` from
+    1 - cooldown to 1) that rate falls linearly to 0."""
     step = max(step, 1)
-    ramp = min(1.0, max(step / warmup, progress / WARMUP_SHARE))
+    # the budget shapes the rate only where a cooldown spends it (cooldown 0: the rate ignores it)
+    ramp = min(1.0, max(step / warmup, progress / WARMUP_SHARE if cooldown > 0 else 0.0))
     after_warmup = math.sqrt(warmup / step) if decay == "rsqrt" else 1.0
     rate = peak * min(ramp, after_warmup)
     if cooldown <= 0:
