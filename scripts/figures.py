@@ -47,6 +47,16 @@ DECODING = (
 )
 # What a training run and its scores run: the model, the data, the loop, the search, the scoring.
 TRAINING = (*DECODING, "seq2seq/training", "seq2seq/evaluate.py", "scripts/reproduce_results.py")
+AGAINST_ENGINE = (
+    *DECODING,
+    "seq2seq/evaluate.py",
+    "seq2seq/export/ctranslate2.py",
+    "seq2seq/export/folder.py",
+    "scripts/bench_decode.py",
+    "scripts/against_ctranslate2.py",
+    "scripts/engine_worker.py",
+    "scripts/common.py",
+)
 DEPENDS = {
     "quality-en-fr": TRAINING,
     "train-throughput": TRAINING,
@@ -137,27 +147,8 @@ DEPENDS = {
         "scripts/bench_trust.py",
         "scripts/common.py",
     ),
-    "decode-vs-ctranslate2": (  # our search, and the engine on the weights export writes for it
-        *DECODING,
-        "seq2seq/evaluate.py",
-        "seq2seq/export/ctranslate2.py",
-        "seq2seq/export/folder.py",
-        "scripts/bench_decode.py",
-        "scripts/against_ctranslate2.py",
-        "scripts/engine_worker.py",
-        "scripts/common.py",
-    ),
-    "decode-vs-ctranslate2-avx2": (  # the same, both engines held to AVX2
-        *DECODING,
-        "seq2seq/evaluate.py",
-        "seq2seq/export/ctranslate2.py",
-        "seq2seq/export/folder.py",
-        "scripts/bench_decode.py",
-        "scripts/against_ctranslate2.py",
-        "scripts/engine_worker.py",
-        "scripts/common.py",
-        "scripts/isa.py",
-    ),
+    "decode-vs-ctranslate2": AGAINST_ENGINE,  # our search, and the engine on the weights export writes
+    "decode-vs-ctranslate2-avx2": (*AGAINST_ENGINE, "scripts/isa.py"),  # both engines held to AVX2
 }
 # The pages' transcripts: what a command line prints, run through the CLI (scripts/transcripts.py).
 SHOWN = (
