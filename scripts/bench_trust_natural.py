@@ -30,10 +30,8 @@ from scripts import figures
 from scripts.bench_trust import auroc
 from scripts.common import REPO, cpu
 from seq2seq.data.corpus import load_pairs
-from seq2seq.decoding.options import DecodeOptions
-from seq2seq.request.translator import translate
 from seq2seq.runs.load import load_run
-from seq2seq.trust.calibration import Calibration
+from seq2seq.trust.calibration import Calibration, own_signals
 from seq2seq.trust.flags import flags
 from seq2seq.trust.signals import check_pairs
 
@@ -93,8 +91,7 @@ def correct_rates(model, tokenizer, pairs, calibration: Calibration) -> tuple[fl
     """The shares of people's translations and of the model's own beam-5 lines with any flag, and
     the share of the beam lines' words marked."""
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
-    own = translate(model, tokenizer, sources, DecodeOptions(beam=5)).best
-    people, mine = (check_pairs(model, tokenizer, sources, t) for t in (references, own))
+    people, mine = check_pairs(model, tokenizer, sources, references), own_signals(model, tokenizer, sources)
     words = [lp <= calibration.unsure_word for s in mine for lp in s.word_logprobs]
     return (
         float(np.mean([bool(flags(s, calibration)) for s in people])),

@@ -15,16 +15,14 @@ built without its profiler, so its step is timed whole.
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 
-from scripts.common import REPO, cpu, length_sorted_batches
+from scripts.common import REPO, cpu, length_sorted_batches, median_time
 from seq2seq.data.batch import pad
 from seq2seq.data.corpus import load_pairs
 from seq2seq.data.special import EOS_ID
@@ -64,15 +62,6 @@ def group(rows: list[tuple[str, float]], gemm: tuple[str, ...]) -> dict[str, flo
     return out
 
 
-def timed(run, repeats: int) -> float:
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        runs.append(time.perf_counter() - start)
-    return statistics.median(runs)
-
-
 def ours(model, sources, beam: int, steps: int, args) -> tuple[float, float, list]:
     """Seconds a step (the slope), the GEMMs' share of the profiled self time, the top operators."""
     from torch.profiler import ProfilerActivity, profile
@@ -84,7 +73,7 @@ def ours(model, sources, beam: int, steps: int, args) -> tuple[float, float, lis
             options = DecodeOptions(beam=beam, min_len=length, max_len=length, batch_size=args.batch_size)
             search(model, batches[0][:2], options)
             times.append(
-                timed(lambda options=options: [search(model, b, options) for b in batches], args.repeats)
+                median_time(lambda o=options: [search(model, b, o) for b in batches], args.repeats)[0]
             )
         options = DecodeOptions(beam=beam, min_len=steps, max_len=steps, batch_size=args.batch_size)
         with profile(activities=[ProfilerActivity.CPU]) as prof:

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from seq2seq.atomic import write_atomic
+from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.search import DecodeOptions, output_limit, translate
 from seq2seq.errors import Seq2SeqError
 from seq2seq.fields import check
@@ -182,8 +183,9 @@ def calibrated(signals: dict[str, list[Signals]], own: list[Signals], fitted_on:
         for kind, found in signals.items()
     }
     wrong = {family: [x[k] for k in kinds if k in x] for family, kinds in FAMILIES.items()}
-    if not all(wrong.values()) or "correct" not in x or not any(s.word_logprobs for s in own):
-        lacking = [f for f, found in wrong.items() if not found] + ["translations"] * (not own)
+    has_words = any(s.word_logprobs for s in own)
+    if not all(wrong.values()) or "correct" not in x or not has_words:
+        lacking = [f for f, found in wrong.items() if not found] + ["translations"] * (not has_words)
         raise Seq2SeqError(f"{fitted_on}: too few pairs to fit the flags (no {', '.join(lacking)} cases)")
     detectors = {}
     for family, found in wrong.items():
@@ -212,5 +214,5 @@ def own_signals(model, tokenizer, sources: list[str]) -> list[Signals]:
     """The signals of the model's own beam-5 translations of `sources` (a blank one left out: it
     is flagged "empty", not checked)."""
     own = translate(model, tokenizer, sources, DecodeOptions(beam=5)).best
-    kept = [i for i, t in enumerate(own) if t.strip()]
+    kept = [i for i, t in enumerate(own) if not is_blank(t)]
     return check_pairs(model, tokenizer, [sources[i] for i in kept], [own[i] for i in kept])
