@@ -16,16 +16,19 @@ RUN_TRAINED = True  # conftest's `run` is the CLI-trained tiny run
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["--beam", "0"], "beam size must be at least 1"),
-        (["--max-len", "-3"], "lengths must be positive"),
-        (["--min-len", "-1"], "lengths must be positive"),
-        (["--min-len", "9", "--max-len", "4"], "min-len 9 is above max-len 4"),
-        (["--beam", "2", "--nbest", "3"], "nbest must be between 1 and the beam size 2"),
-        (["--batch-size", "0"], "batch size must be at least 1"),
-        (["--length-penalty", "300"], "length penalty must be between 0 and 10, got 300"),
-        (["--length-penalty", "-1"], "length penalty must be between 0 and 10, got -1"),
+        (["--beam", "0"], "'--beam': must be at least 1"),
+        (["--max-len", "-3"], "'--max-len': must be at least 1"),
+        (["--min-len", "-1"], "'--min-len': must be at least 0"),
+        (
+            ["--min-len", "9", "--max-len", "4"],
+            "'--min-len', '--max-len': 9 pieces at least is above 4 at most",
+        ),
+        (["--beam", "2", "--nbest", "3"], "'--nbest', '--beam': must be between 1 and the beam size 2"),
+        (["--batch-size", "0"], "'--batch-size': must be at least 1"),
+        (["--length-penalty", "300"], "'--length-penalty': must be between 0 and 10, got 300"),
+        (["--length-penalty", "-1"], "'--length-penalty': must be between 0 and 10, got -1"),
         (["caf\udce9"], "argument 1 is not valid UTF-8"),  # the byte 0xe9, as Python passes it on
-        (["--beam", "100000"], "beam size 100000 is above the vocabulary's"),
+        (["--beam", "100000"], "'--beam': 100000 is above the vocabulary's"),
     ],
 )
 def test_bad_translate_options(run, cli, args, message):
@@ -37,7 +40,7 @@ def test_score_refuses_an_overflowing_length_penalty(run, cli, tmp_path):
     (tmp_path / "f").write_text("a dog\n")
     result = cli("score", "--run", run, "--source", tmp_path / "f", "--target", tmp_path / "f",
                  "--length-penalty", "300")  # fmt: skip
-    assert result.code == 2 and "length penalty must be between 0 and 10" in result.err
+    assert result.code == 2 and "'--length-penalty': must be between 0 and 10" in result.err
 
 
 def test_bad_train_options_and_corpora(cli, tmp_path):

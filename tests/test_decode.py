@@ -158,12 +158,13 @@ def test_default_max_len_follows_source_length():
 @pytest.mark.parametrize(
     "kwargs,message",
     [
-        (dict(beam=0), "beam size must be at least 1"),
-        (dict(beam=2, nbest=3), "nbest must be between 1 and the beam size 2"),
-        (dict(min_len=-1), "lengths must be positive"),
-        (dict(max_len=0), "lengths must be positive"),
-        (dict(min_len=5, max_len=4), "min-len 5 is above max-len 4"),
-        (dict(batch_size=0), "batch size must be at least 1"),
+        (dict(beam=0), "beam: must be at least 1"),
+        (dict(beam=2, nbest=3), "nbest, beam: must be between 1 and the beam size 2"),
+        (dict(min_len=-1), "min_len: must be at least 0"),
+        (dict(max_len=0), "max_len: must be at least 1"),
+        (dict(min_len=5, max_len=4), "min_len, max_len: 5 pieces at least is above 4 at most"),
+        (dict(batch_size=0), "batch_size: must be at least 1"),
+        (dict(sample=True, beam=2), "sample, beam: sampling draws one piece at a time"),
     ],
 )
 def test_bad_options_are_rejected(kwargs, message):

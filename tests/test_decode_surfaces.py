@@ -36,27 +36,45 @@ def test_an_option_is_a_flag_of_each_command_that_decodes_and_a_field_where_serv
 
 
 @pytest.mark.parametrize(
-    "flags, fields, words",
+    "flags, fields, named, words",
     [
-        (["--no-repeat-ngram", "-1"], {"no_repeat_ngram": -1}, "no-repeat-ngram must be at least 0, got -1"),
+        (
+            ["--no-repeat-ngram", "-1"],
+            {"no_repeat_ngram": -1},
+            ["no_repeat_ngram"],
+            "must be at least 0, got -1",
+        ),
         (
             ["--no-repeat-ngram", "9999"],
             {"no_repeat_ngram": 9999},
-            "no-repeat-ngram must be at most the model's",
+            ["no_repeat_ngram"],
+            "must be at most the model's longest output (63 pieces), got 9999",
         ),
-        (["--sample", "--top-p", "1.5"], {"sample": True, "top_p": 1.5}, "top-p must be between"),
-        (["--beam", "0"], {"beam": 0}, "beam size must be at least 1, got 0"),
-        (["--min-len", "-1"], {"min_len": -1}, "lengths must be positive"),
-        (["--nbest", "7"], {"nbest": 7}, "nbest must be between 1 and the beam size 5, got 7"),
+        (["--sample", "--top-p", "1.5"], {"sample": True, "top_p": 1.5}, ["top_p"], "must be between"),
+        (["--beam", "0"], {"beam": 0}, ["beam"], "must be at least 1, got 0"),
+        (["--min-len", "-1"], {"min_len": -1}, ["min_len"], "must be at least 0, got -1"),
+        (["--nbest", "7"], {"nbest": 7}, ["nbest", "beam"], "must be between 1 and the beam size 5, got 7"),
+        (
+            ["--sample", "--beam", "3"],
+            {"sample": True, "beam": 3},
+            ["sample", "beam"],
+            "it takes no beam (got 3)",
+        ),
     ],
 )
-def test_a_value_out_of_range_is_one_line_on_the_command_line_and_over_http(run, cli, flags, fields, words):
+def test_a_value_out_of_range_is_one_line_on_the_command_line_and_over_http(
+    run, cli, flags, fields, named, words
+):
+    """The library names the fields at fault; the command line spells them as its flags, the
+    server as its JSON names, around the same words."""
     said = cli("translate", "--run", run, *flags, "a dog")
-    assert said.code == 2 and words in said.err and said.err.count("\n") == 1, said.err
-    line = said.err.strip().removeprefix("error: ")
+    assert said.code == 2 and said.err.count("\n") == 1, said.err
+    spelled = ", ".join(repr("--" + name.replace("_", "-")) for name in named)
+    assert said.err.startswith(f"error: Invalid value for {spelled}: ") and words in said.err, said.err
+    message = said.err.strip().split(f"{spelled}: ", 1)[1]
     with TestClient(make_app(run)) as client:
         answer = client.post("/translate", json={"text": "a dog", **fields})
-    assert answer.status_code == 422 and answer.json()["error"] == line
+    assert answer.status_code == 422 and answer.json()["error"] == f"{', '.join(named)}: {message}"
 
 
 def test_no_repeat_ngram_reaches_translate_evaluate_the_library_and_the_server(run, cli, tmp_path):

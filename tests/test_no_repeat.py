@@ -93,7 +93,7 @@ def test_a_forced_prefix_is_kept_even_where_it_repeats(model):
 
 
 def test_out_of_range_is_one_line():
-    with pytest.raises(Seq2SeqError, match="no-repeat-ngram must be at least 0"):
+    with pytest.raises(Seq2SeqError, match="no_repeat_ngram: must be at least 0"):
         DecodeOptions(no_repeat_ngram=-1).check()
     with pytest.raises(Seq2SeqError, match="at most the model's longest output \\(63 pieces\\), got 64"):
         DecodeOptions(no_repeat_ngram=64).check_for(40, 63)

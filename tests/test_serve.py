@@ -186,7 +186,7 @@ BAD = {  # name: (path, body bytes, headers, status, words of the message)
         b'{"text": "a", "length_penalty": 50}',
         JSON,
         422,
-        "length penalty must be between 0 and 10",  # translate's line (DecodeOptions.check)
+        "length_penalty: must be between 0 and 10",  # the library names the field (DecodeOptions.check)
     ),
     "non-UTF-8 body": ("/translate", b'{"text": "caf\xe9"}', JSON, 400, "UTF-8"),
     "an unknown field": (

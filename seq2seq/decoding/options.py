@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass, fields
 
 from seq2seq.decoding.penalty import MAX_LENGTH_PENALTY, check_length_penalty
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import FieldError
 from seq2seq.fields import option
 
 MAX_SAMPLES = 64  # samples per line at most: each is a decoded row
@@ -83,65 +83,76 @@ class DecodeOptions:
     )
 
     def check(self) -> None:
-        """Reject impossible settings with a message a user can act on."""
+        """Reject impossible settings with a message a user can act on, naming the fields at fault
+        (each edge spells them its own way: `--top-p` on the command line, `top_p` over HTTP)."""
         if self.beam < 1:
-            raise Seq2SeqError(f"beam size must be at least 1, got {self.beam}")
+            raise FieldError("beam", f"must be at least 1, got {self.beam}")
         if not 1 <= self.nbest <= self.beam:
-            raise Seq2SeqError(f"nbest must be between 1 and the beam size {self.beam}, got {self.nbest}")
-        if self.min_len < 0 or (self.max_len is not None and self.max_len < 1):
-            raise Seq2SeqError("lengths must be positive (min-len >= 0, max-len >= 1)")
+            raise FieldError(
+                ("nbest", "beam"), f"must be between 1 and the beam size {self.beam}, got {self.nbest}"
+            )
+        if self.min_len < 0:
+            raise FieldError("min_len", f"must be at least 0, got {self.min_len}")
+        if self.max_len is not None and self.max_len < 1:
+            raise FieldError("max_len", f"must be at least 1, got {self.max_len}")
         if self.max_len is not None and self.min_len > self.max_len:
-            raise Seq2SeqError(f"min-len {self.min_len} is above max-len {self.max_len}")
+            raise FieldError(
+                ("min_len", "max_len"), f"{self.min_len} pieces at least is above {self.max_len} at most"
+            )
         if self.batch_size < 1:
-            raise Seq2SeqError(f"batch size must be at least 1, got {self.batch_size}")
+            raise FieldError("batch_size", f"must be at least 1, got {self.batch_size}")
         if self.no_repeat_ngram < 0:
-            raise Seq2SeqError(f"no-repeat-ngram must be at least 0, got {self.no_repeat_ngram}")
+            raise FieldError("no_repeat_ngram", f"must be at least 0, got {self.no_repeat_ngram}")
         check_length_penalty(self.length_penalty)
         self.check_sampling()
 
     def check_sampling(self) -> None:
         if not FLOAT32_TINY <= self.temperature <= FLOAT32_MAX:  # NaN fails both
-            raise Seq2SeqError(
-                f"temperature must be between {FLOAT32_TINY:.4g} and {FLOAT32_MAX:.4g} "
-                f"(float32's range, where the model computes), got {self.temperature}"
+            raise FieldError(
+                "temperature",
+                f"must be between {FLOAT32_TINY:.4g} and {FLOAT32_MAX:.4g} "
+                f"(float32's range, where the model computes), got {self.temperature}",
             )
         if not FLOAT32_TINY <= self.top_p <= 1:
-            raise Seq2SeqError(
-                f"top-p must be between {FLOAT32_TINY:.4g} (float32's smallest) and 1, got {self.top_p}"
+            raise FieldError(
+                "top_p", f"must be between {FLOAT32_TINY:.4g} (float32's smallest) and 1, got {self.top_p}"
             )
         if not (math.isfinite(self.epsilon) and 0 <= self.epsilon < 1):
-            raise Seq2SeqError(f"epsilon must be at least 0 and below 1, got {self.epsilon}")
+            raise FieldError("epsilon", f"must be at least 0 and below 1, got {self.epsilon}")
         if self.top_k is not None and self.top_k < 1:
-            raise Seq2SeqError(f"top-k must be at least 1, got {self.top_k}")
+            raise FieldError("top_k", f"must be at least 1, got {self.top_k}")
         if not 1 <= self.num_samples <= MAX_SAMPLES:
-            raise Seq2SeqError(f"num-samples must be between 1 and {MAX_SAMPLES}, got {self.num_samples}")
+            raise FieldError("num_samples", f"must be between 1 and {MAX_SAMPLES}, got {self.num_samples}")
         if self.seed is not None and not 0 <= self.seed < 2**63:
-            raise Seq2SeqError(f"seed must be between 0 and 2**63 - 1, got {self.seed}")
+            raise FieldError("seed", f"must be between 0 and 2**63 - 1, got {self.seed}")
         if not self.sample:
             return
         if self.beam > 1:
-            raise Seq2SeqError(f"--sample draws one piece at a time; it takes no beam (got {self.beam})")
+            raise FieldError(
+                ("sample", "beam"), f"sampling draws one piece at a time; it takes no beam (got {self.beam})"
+            )
         if self.nbest > 1:
-            raise Seq2SeqError("--sample gives --num-samples hypotheses a line, not --nbest")
+            raise FieldError(("sample", "nbest"), "sampling gives num-samples hypotheses a line, not nbest")
 
     def check_for(self, vocab_size: int, longest: int) -> None:
         """`check`, and what only the model can say: a beam within its vocabulary of `vocab_size`
         pieces, an n-gram within its `longest` output."""
         self.check()
         if self.beam > vocab_size:  # more beams than pieces to extend them with
-            raise Seq2SeqError(f"beam size {self.beam} is above the vocabulary's {vocab_size} pieces")
+            raise FieldError("beam", f"{self.beam} is above the vocabulary's {vocab_size} pieces")
         if self.no_repeat_ngram > longest:
-            raise Seq2SeqError(
-                f"no-repeat-ngram must be at most the model's longest output ({longest} pieces), "
-                f"got {self.no_repeat_ngram}"
+            raise FieldError(
+                "no_repeat_ngram",
+                f"must be at most the model's longest output ({longest} pieces), got {self.no_repeat_ngram}",
             )
 
     def check_terms(self) -> None:
         """Constraints make room in the beam: refuse them a search without one."""
         if self.sample or self.beam < 2:
-            raise Seq2SeqError(
+            raise FieldError(
+                ("beam", "sample"),
                 "terms need beam search (a beam of 2 or more): greedy search and sampling have no "
-                "beam to make room for them"
+                "beam to make room for them",
             )
 
 
