@@ -13,7 +13,7 @@ from seq2seq.alignment.symmetry import grow_diag_final_and
 from seq2seq.alignment.words import piece_words, split_with_origin, split_words
 from seq2seq.data.special import EOS_ID
 from seq2seq.decoding.attention import attention
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import FieldError, Seq2SeqError
 from tests.conftest import caption_tokenizer, tiny_model
 from tests.serve_helpers import tiny_rnn
 
@@ -100,7 +100,7 @@ def test_argmax_links_each_target_word_once_intersect_both_ways_and_threshold_by
     assert extract(scores, "grow") == {(0, 0), (1, 1), (2, 1)}
     # from {0-0}: 0-1 and 1-1 (source word 1's best) neighbour it, then 2-0 (source word 2's) 1-1
     assert extract(tie_free, "grow") == {(0, 0), (0, 1), (1, 1), (2, 0)}
-    with pytest.raises(Seq2SeqError, match="--extract must be one of argmax, intersect, grow, threshold"):
+    with pytest.raises(Seq2SeqError, match="extract: must be one of argmax, intersect, grow, threshold"):
         extract(scores, "best")
 
 
@@ -149,7 +149,7 @@ def test_the_harmonic_mean_and_the_product_ask_both_directions_to_hold_a_link():
     assert at("mean").links == {(0, 0), (0, 1), (1, 1)}
     assert at("harmonic").links == at("product").links == {(0, 0)}
     assert at("product").method == "product of f and the reverse r"
-    with pytest.raises(Seq2SeqError, match="--combine must be one of mean, harmonic, product"):
+    with pytest.raises(Seq2SeqError, match="combine: must be one of mean, harmonic, product"):
         symmetrized([forward], [reverse], combine="max")
 
 
@@ -200,3 +200,12 @@ def test_integrated_gradients_sum_to_the_change_in_log_probability(tiny):
     np.testing.assert_allclose(attributions.sum(1), change, rtol=0.02, atol=2e-3)
     one_step = attribution(model, src, tgt, steps=None)  # gradient x input: a different quantity
     assert one_step.shape == attributions.shape and not np.allclose(one_step, attributions)
+
+
+def test_a_method_out_of_range_names_its_field():
+    """The library names fields (`method`, `steps`); the command line spells them as flags."""
+    with pytest.raises(FieldError, match="method: must be one of") as refused:
+        Method("best")
+    assert refused.value.fields == ("method",)
+    with pytest.raises(FieldError, match="steps: must be at least 1, not 0"):
+        Method("attention", steps=0)

@@ -19,7 +19,7 @@ from seq2seq.data.tokenizer import is_blank
 from seq2seq.decoding.attention import AttentionMaps, attention_of
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.search import translate
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import FieldError, Seq2SeqError
 from seq2seq.models.protocol import Seq2SeqModel
 
 
@@ -111,7 +111,7 @@ def symmetrized(
     word) combined by `combine` (COMBINATIONS), and `rule` extracts its links (extract.py). The
     result keeps the forward alignment's maps, which the pictures draw the links over."""
     if combine not in COMBINATIONS:
-        raise Seq2SeqError(f"--combine must be one of {', '.join(COMBINATIONS)}, not {combine!r}")
+        raise FieldError("combine", f"must be one of {', '.join(COMBINATIONS)}, not {combine!r}")
     if len(forward) != len(reverse):
         raise Seq2SeqError(f"{len(forward)} pairs one way but {len(reverse)} the other")
     out = []

@@ -24,7 +24,7 @@ import numpy as np
 
 from seq2seq.alignment.pharaoh import Link
 from seq2seq.alignment.symmetry import grow_diag_final_and
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import FieldError
 
 RULES = ("argmax", "intersect", "grow", "threshold", "mass")
 
@@ -43,7 +43,7 @@ def word_scores(pieces: np.ndarray, source_words: np.ndarray, target_words: np.n
 def extract(scores: np.ndarray, rule: str = "argmax", threshold: float = 0.5) -> set[Link]:
     """(n target words, m source words) -> links (source word, target word)."""
     if rule not in RULES:
-        raise Seq2SeqError(f"--extract must be one of {', '.join(RULES)}, not {rule!r}")
+        raise FieldError("extract", f"must be one of {', '.join(RULES)}, not {rule!r}")
     if scores.size == 0:
         return set()
     if rule in ("argmax", "intersect", "grow"):

@@ -18,7 +18,7 @@ import numpy as np
 
 from seq2seq.alignment.attribution import attribution
 from seq2seq.decoding.attention import AttentionMaps
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import FieldError
 from seq2seq.models.protocol import Seq2SeqModel
 
 METHODS = ("attention", "shift", "gradxinput", "ig", "layer")
@@ -34,9 +34,9 @@ class Method:
 
     def __post_init__(self):
         if self.name not in METHODS:
-            raise Seq2SeqError(f"--method must be one of {', '.join(METHODS)}, not {self.name!r}")
+            raise FieldError("method", f"must be one of {', '.join(METHODS)}, not {self.name!r}")
         if self.steps < 1:
-            raise Seq2SeqError(f"--steps must be at least 1, not {self.steps}")
+            raise FieldError("steps", f"must be at least 1, not {self.steps}")
 
     @property
     def uses_attention(self) -> bool:

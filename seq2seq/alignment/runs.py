@@ -10,7 +10,7 @@ from seq2seq.alignment.api import align as align_pairs
 from seq2seq.alignment.methods import Method
 from seq2seq.decoding.attention import cross_layers
 from seq2seq.decoding.options import DecodeOptions
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import FieldError
 from seq2seq.runs.recipe import run_trained_head, stored_languages
 
 
@@ -88,7 +88,7 @@ def check_turned_round(run: Path, reverse_run: Path) -> None:
     """Before any model loads: the reverse run must translate the run's languages the other way."""
     (_, src, tgt), (_, back_src, back_tgt) = stored_languages(run), stored_languages(reverse_run)
     if (back_src, back_tgt) != (tgt, src):
-        raise Seq2SeqError(f"--reverse-run {reverse_run} translates {back_src}->{back_tgt}, not {tgt}->{src}")
+        raise FieldError("reverse_run", f"{reverse_run} translates {back_src}->{back_tgt}, not {tgt}->{src}")
 
 
 def both_directions(
