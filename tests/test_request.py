@@ -156,7 +156,7 @@ class Letters:
 
 
 def test_a_term_to_avoid_is_avoided_in_its_case_variants_unless_asked_exactly(loaded):
-    from seq2seq.request.plan import _banked
+    from seq2seq.request.checks import _banked
 
     def avoided(exact: bool) -> set:
         return {

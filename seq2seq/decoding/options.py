@@ -82,6 +82,11 @@ class DecodeOptions:
         served=False,
     )
 
+    @property
+    def rows(self) -> int:
+        """The decoder rows a line takes: its beams, or its samples."""
+        return self.num_samples if self.sample else self.beam
+
     def check(self) -> None:
         """Reject impossible settings with a message a user can act on, naming the fields at fault
         (each edge spells them its own way: `--top-p` on the command line, `top_p` over HTTP)."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from seq2seq.data.batch import pad
 from seq2seq.data.special import BOS_ID, EOS_ID, PAD_ID
 from seq2seq.decoding.options import DecodeOptions
 from seq2seq.decoding.prefix import Prefix
@@ -118,3 +119,11 @@ def max_lengths(src: Tensor, options: DecodeOptions, limit: int, least: Tensor |
     if least is not None:
         lens = torch.maximum(lens, least)
     return lens.clamp(min=min(options.min_len, limit), max=limit)
+
+
+def most_work(ids: list[list[int]], options: DecodeOptions, limit: int, forced: list | None) -> int:
+    """Rows x output pieces at most for lines of source pieces `ids` (and their `forced` prefixes),
+    searched with `options` under the model's `limit`: the lengths the search itself sets. What a
+    server weighs a request by before it takes it on."""
+    least = None if forced is None else torch.tensor([len(p) for p in forced])
+    return options.rows * int(max_lengths(pad(ids), options, limit, least).sum())

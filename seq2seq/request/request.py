@@ -1,6 +1,6 @@
 """One translation request, whatever door it comes through (`translate`, `evaluate`, the server, a
 document, the Python API): its fields, and the one error that names them (`FieldError`). No torch
-here: the command line builds its options from these fields. plan.py checks a request as a whole.
+here: the command line builds its options from these fields. checks.py checks a request as a whole.
 """
 
 from dataclasses import dataclass, field

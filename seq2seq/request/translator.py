@@ -1,16 +1,49 @@
 """The one entry point every front door calls: `Translator(model, tokenizer).translate(request)`.
-A request is checked as a whole and tokenized (`check`: request.py's plan, a document prepared),
-searched (`search`: several plans of equal options in one call, as the server batches them), then
-finished (`finish`): its case restored around the text forced into it, detokenized, its trust
-and a document's markup as asked. The same request gets the same text through every door."""
+A request is checked as a whole and tokenized (`check`: checks.py's refusals, a document
+prepared, the lines read in the case their policy says: a `Plan`), searched (`search`: several
+plans of equal options in one call, as the server batches them), then finished (`finish`): its
+case restored around the text forced into it, detokenized, its trust and a document's markup as
+asked. The same request gets the same text through every door."""
 
 from dataclasses import dataclass, replace
 
+from seq2seq.decoding.constraints import LineConstraints
 from seq2seq.decoding.options import DecodeOptions
-from seq2seq.decoding.search import Translations, decode
-from seq2seq.request.case import restored
-from seq2seq.request.plan import Plan, plan
+from seq2seq.decoding.rules import most_work, output_limit
+from seq2seq.decoding.search import Terms, Translations, decode, fit_sources, searchable
+from seq2seq.request.case import AS_IS, folded, restored
+from seq2seq.request.checks import check_fields, steering
 from seq2seq.request.request import TranslationRequest
+
+
+@dataclass
+class Plan:
+    """A request checked and tokenized: what the search reads and what it is held to. Piece ids
+    are lists."""
+
+    request: TranslationRequest
+    read: list[str]  # each line as the model reads it (in sentence case where the policy folds)
+    cases: list[str]  # each line's case, restored after the search
+    ids: list[list[int]]  # each line's source pieces, cut to the model's longest source, EOS last
+    todo: list[int]  # the lines searched (the others are blank)
+    truncated: int  # lines cut to the model's longest source
+    forced: list[list[int]] | None  # each line's prefix pieces
+    terms: list[Terms] | None  # each line's terms as given (its glossary's included)
+    banked: list[LineConstraints | None] | None  # each line's terms as pieces, case variants too
+    document: object = None  # documents/translate.py's Prepared: `read` holds its sentences
+
+    @property
+    def options(self) -> DecodeOptions:
+        return self.request.options
+
+    def kept(self, i: int) -> tuple[str, ...]:
+        """The text forced into line i's translation, which its case leaves as it is."""
+        prefix = (self.request.prefixes[i],) if self.request.prefixes is not None else ()
+        return prefix + (self.terms[i].include if self.terms is not None else ())
+
+    def work(self, model) -> int:
+        """Rows x output pieces at most: what searching it may cost (a server's admission unit)."""
+        return most_work(self.ids, self.options, output_limit(model), self.forced)
 
 
 @dataclass
@@ -51,13 +84,24 @@ class Translator:
         return self.finish(checked, self.search([checked])[0])
 
     def check(self, request: TranslationRequest) -> Plan:
-        """The request checked as a whole and tokenized; a document read and cut into sentences."""
-        from seq2seq.documents.translate import prepare
+        """The request checked as a whole (checks.py) and tokenized, each line read in the case its
+        policy says; a document's text read and cut into sentences once the request has passed."""
+        model, tokenizer = self.model, self.tokenizer
+        check_fields(model, request)
+        lines, document = request.lines, None
+        if request.format != "lines":
+            from seq2seq.documents.translate import prepare
 
-        def read(text: str):
-            return prepare(self.model, self.tokenizer, text, request.format, request.lang)
-
-        return plan(self.model, self.tokenizer, request, read)
+            document = prepare(model, tokenizer, lines[0], request.format, request.lang)
+            lines = document.sentences or [""]
+        forced, terms, banked = steering(model, tokenizer, request, lines)
+        if request.case == "auto":
+            read, cases = folded(lines)
+        else:
+            read, cases = list(lines), [AS_IS] * len(lines)
+        ids, cut = fit_sources(model, tokenizer.encode(read))
+        todo = searchable(read, ids)
+        return Plan(request, read, cases, ids, todo, sum(cut), forced, terms, banked, document)
 
     def search(self, plans: list[Plan], batch_size: int | None = None, progress=None) -> list[Translations]:
         """Plans of equal options searched together (their lines in one length-sorted pass), each

@@ -15,37 +15,13 @@
 
 import asyncio
 import math
+from concurrent.futures import Future
 
-import torch
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-from seq2seq.data.batch import pad
-from seq2seq.decoding.options import DecodeOptions
-from seq2seq.decoding.prefix import prefix_ids
-from seq2seq.decoding.search import max_lengths, output_limit, source_ids
-from seq2seq.serve.batcher import Batcher, Job, rows_per_line
+from seq2seq.serve.batcher import Batcher
 from seq2seq.serve.guard import refuse
-
-
-def request_work(
-    model, tokenizer, lines: list[str], options: DecodeOptions, prefixes: list[str] | None = None
-) -> int:
-    """Lines x beam (or samples) x output pieces at most, for `lines` decoded with `options` (and
-    their prefixes): the output limits the search itself sets (`max_lengths`)."""
-    ids, _ = source_ids(model, tokenizer, lines)
-    forced = None if prefixes is None else prefix_ids(tokenizer, prefixes, len(lines), output_limit(model))
-    return work_of(model, ids, options, forced)
-
-
-def plan_work(model, plan) -> int:
-    """`request_work` of a checked request (request/plan.py's Plan): its pieces, tokenized once."""
-    return work_of(model, plan.ids, plan.options, plan.forced)
-
-
-def work_of(model, ids: list[list[int]], options: DecodeOptions, forced: list[list[int]] | None) -> int:
-    lens = None if forced is None else torch.tensor([len(p) for p in forced])
-    return rows_per_line(options) * int(max_lengths(pad(ids), options, output_limit(model), lens).sum())
 
 
 def check_work(work: int, max_work: int) -> None:
@@ -71,10 +47,9 @@ def admit(batcher: Batcher, weight: int, max_queue: int) -> None:
         )
 
 
-async def answer(request: Request, batcher: Batcher, job: Job, timeout: float):
-    """Queue `job` and wait for its answer, its deadline or its client's leaving, whichever comes
-    first."""
-    future = batcher.submit(job)
+async def answer(request: Request, batcher: Batcher, future: Future, timeout: float):
+    """Wait for a queued job's answer (`future`, from `Batcher.submit`), its deadline or its
+    client's leaving, whichever comes first."""
     answered = asyncio.wrap_future(future)
     gone = asyncio.ensure_future(_client_gone(request))
     try:
@@ -96,7 +71,7 @@ class Busy:
     """ASGI middleware: while the queue has no room even for the least a request can weigh, a
     request to decode is refused (503) before its body is read. Otherwise it goes on to the app,
     which parses its body once (pydantic) and admits it by its validated fields before any line of
-    it is checked or tokenized (`Served.admit`)."""
+    it is checked or tokenized (`Served.options`)."""
 
     PATHS = ("/translate", "/attention")
 

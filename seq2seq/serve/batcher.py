@@ -43,25 +43,22 @@ class Job:
     prefixes: list[str] | None = None  # "attention": the text its translation starts with
     alternatives: int = 0  # "attention": the alternatives at each output position, that many
     trace: bool = False  # "attention": the beam's record too
-    plan: object = None  # "translate": the request checked (request/plan.py; `lines`: what it reads)
+    plan: object = (
+        None  # "translate": the request checked (request/translator.py's Plan; `lines`: what it reads)
+    )
     future: Future | None = None
     arrived: float = 0.0  # time.monotonic() when queued
 
     @property
     def weight(self) -> int:
         """What the job weighs in the queue: its lines x its beam (or its samples)."""
-        return len(self.lines) * rows_per_line(self.options)
+        return len(self.lines) * self.options.rows
 
     def key(self) -> tuple:
         """Jobs with equal keys are decoded together in one call."""
         steered = (self.plan.forced is not None, self.plan.banked is not None) if self.plan else ()
         given = self.translations is not None, self.prefixes is not None, *steered
         return self.work, *given, self.alternatives, self.trace, astuple(self.options)
-
-
-def rows_per_line(options: DecodeOptions) -> int:
-    """The decoder rows a line takes: its beams, or its samples."""
-    return options.num_samples if options.sample else options.beam
 
 
 class Batcher:
@@ -226,7 +223,7 @@ class Batcher:
                 for job in jobs:
                     self._decode([job])
             return
-        rate = len(lines) * rows_per_line(options) / max(time.monotonic() - start, 1e-3)
+        rate = len(lines) * options.rows / max(time.monotonic() - start, 1e-3)
         seen = self.work_per_second
         self.work_per_second = rate if not seen else 0.8 * seen + 0.2 * rate
         for job, answer in zip(jobs, answers, strict=True):

@@ -9,14 +9,15 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
 
 from seq2seq.decoding.options import GREEDY, SERVED, chosen
-from seq2seq.decoding.search import DecodeOptions, output_limit
+from seq2seq.decoding.rules import most_work
+from seq2seq.decoding.search import DecodeOptions, output_limit, source_ids
 from seq2seq.decoding.terms import Terms
 from seq2seq.errors import FieldError, Seq2SeqError
 from seq2seq.request.request import TranslationRequest
 from seq2seq.request.translator import Answer
 from seq2seq.serve import chunked_json
-from seq2seq.serve.admission import admit, answer, check_work, plan_work, request_work
-from seq2seq.serve.batcher import Batcher, Job, rows_per_line
+from seq2seq.serve.admission import admit, answer, check_work
+from seq2seq.serve.batcher import Batcher, Job
 from seq2seq.serve.errors import REQUEST_ERRORS, errors
 from seq2seq.serve.lines import checked_lines
 from seq2seq.serve.requests import (
@@ -56,20 +57,19 @@ class Served:
             raise Seq2SeqError(f"beam {asked.beam} is above this server's limit of {self.limits['max_beam']}")
         asked.check_for(self.model.cfg.vocab_size, output_limit(self.model))
         lines = len(request.text) if isinstance(request.text, list) else 1
-        admit(self.batcher, lines * rows_per_line(asked), self.limits["max_queue"])
+        admit(self.batcher, lines * asked.rows, self.limits["max_queue"])
         return asked
 
     def lines(self, text, count: int, what: str = "text", blank: bool = False) -> list[str]:
         return checked_lines(text, count, self.limits["max_chars"], what, blank)
 
-    async def answer(self, http: Request, job: Job, work: int | None = None):
-        """Admit the job (a refusal costs little before the work is weighed), weigh it, queue it and
-        wait for its answer."""
+    async def answer(self, http: Request, job: Job, work: int):
+        """Admit the job (a refusal costs little before the work is weighed), weigh its `work`
+        (rows x output pieces at most), queue it and wait for its answer."""
         admit(self.batcher, job.weight, self.limits["max_queue"])
-        if work is None:
-            work = request_work(self.model, self.tokenizer, job.lines, job.options, job.prefixes)
         check_work(work, self.limits["max_work"])
-        return await answer(http, self.batcher, job, self.limits["request_timeout_s"])
+        future = self.batcher.submit(job)
+        return await answer(http, self.batcher, future, self.limits["request_timeout_s"])
 
     def prefixes(self, prefix: str | list[str] | None, lines: int = 1) -> list[str] | None:
         """The request's prefixes, one a line (one given for all), each a valid line of text (an
@@ -83,7 +83,7 @@ class Served:
         return prefixes
 
     async def checked(self, request: TranslationRequest):
-        """The request's one check (request/plan.py), off the event loop (a document is parsed and
+        """The request's one check (request/checks.py), off the event loop (a document is parsed and
         cut into sentences there) and within the request's deadline."""
         timeout = self.limits["request_timeout_s"]
         try:
@@ -129,7 +129,7 @@ async def translate(request: TranslateRequest, http: Request) -> dict:
     state = served(http)
     checked = await state.checked(state.translation_request(request))
     job = Job("translate", checked.read, checked.options, plan=checked)
-    answer: Answer = await state.answer(http, job, plan_work(state.model, checked))
+    answer: Answer = await state.answer(http, job, checked.work(state.model))
     if answer.document is not None:
         done = answer.document
         return {"document": done.text, "sentences": done.sentences, "notices": done.notices}
@@ -163,7 +163,7 @@ async def attention(request: AttentionRequest, http: Request) -> Response:
     checked = await state.checked(asked)  # the one check, as /translate's
     job = Job("attention", checked.read, options, forced, prefixes)
     job.alternatives, job.trace = request.alternatives, request.beam_trace
-    found = await state.answer(http, job, plan_work(state.model, checked))  # its pieces, read once
+    found = await state.answer(http, job, checked.work(state.model))  # its pieces, read once
     maps = state.batcher.translator.shown(checked, {1: found[0]})[1]
     # sent as it is built: megabytes of weights are never held whole, nor copied in one call
     body = chunked_json.streamed(state.json_thread, lambda: maps_json(maps, lists=False))
@@ -187,8 +187,10 @@ async def trusted(state: Served, http: Request, sources: list[str], translations
     todo, blanks, cut = checkable(state.model, state.tokenizer, sources, translations)
     found = []
     if todo:
-        job = Job("check", [sources[i] for i in todo], GREEDY, [translations[i] for i in todo])
-        found = await state.answer(http, job)
+        lines = [sources[i] for i in todo]
+        job = Job("check", lines, GREEDY, [translations[i] for i in todo])
+        ids, _ = source_ids(state.model, state.tokenizer, lines)
+        found = await state.answer(http, job, most_work(ids, GREEDY, output_limit(state.model), None))
     return answers(dict(zip(todo, found, strict=True)), blanks, state.calibration, cut)
 
 

@@ -1,57 +1,31 @@
-"""A request checked as a whole (`plan`): every combination of its fields is refused here in one
-line naming the fields (FieldError), or honoured; what passes is tokenized once (sources, prefixes,
-terms) and read in the case its policy says. Piece ids are lists.
+"""The one place a request is refused: every combination of its fields is refused here in one
+line naming the fields (FieldError), or honoured (`check_fields`, then `steering`, whose prefixes
+and terms are tokenized once as they are checked). translator.py builds the Plan around them.
+Piece ids are lists.
 """
-
-from dataclasses import dataclass
 
 from seq2seq.data.special import UNK_ID
 from seq2seq.decoding.constraints import LineConstraints, Phrase
 from seq2seq.decoding.prefix import prefix_ids
 from seq2seq.decoding.rules import output_limit, output_room
-from seq2seq.decoding.search import DecodeOptions, fit_sources, searchable
 from seq2seq.decoding.terms import Terms, constraint_ids, holds, line_terms, term_ids
 from seq2seq.errors import FieldError, Seq2SeqError
-from seq2seq.request.case import AS_IS, capital_first, folded
+from seq2seq.request.case import capital_first
 from seq2seq.request.request import CASES, FORMATS, MAX_AVOID, MAX_INCLUDE, TranslationRequest
 
 
-@dataclass
-class Plan:
-    """A request checked and tokenized: what the search reads and what it is held to."""
-
-    request: TranslationRequest
-    read: list[str]  # each line as the model reads it (in sentence case where the policy folds)
-    cases: list[str]  # each line's case, restored after the search
-    ids: list[list[int]]  # each line's source pieces, cut to the model's longest source, EOS last
-    todo: list[int]  # the lines searched (the others are blank)
-    truncated: int  # lines cut to the model's longest source
-    forced: list[list[int]] | None  # each line's prefix pieces
-    terms: list[Terms] | None  # each line's terms as given (its glossary's included)
-    banked: list[LineConstraints | None] | None  # each line's terms as pieces, case variants too
-    document: object = None  # documents/translate.py's Prepared: `read` holds its sentences
-
-    @property
-    def options(self) -> DecodeOptions:
-        return self.request.options
-
-    def kept(self, i: int) -> tuple[str, ...]:
-        """The text forced into line i's translation, which its case leaves as it is."""
-        prefix = (self.request.prefixes[i],) if self.request.prefixes is not None else ()
-        return prefix + (self.terms[i].include if self.terms is not None else ())
-
-
-def plan(model, tokenizer, request: TranslationRequest, prepare=None) -> Plan:
-    """`request` checked as a whole and tokenized; a document's text read and cut into sentences
-    by `prepare` (documents/translate.py's, given the text) once the request has passed."""
-    options, lines = request.options, request.lines
+def check_fields(model, request: TranslationRequest) -> None:
+    """What the fields decide together, before anything is read or tokenized: the terms counted
+    (work bounded before it starts), the text valid Unicode, every option within its range."""
     _check_counts(request)
     _check_request(model, request)
-    document = None
-    if request.format != "lines":
-        document = prepare(lines[0])
-        lines = document.sentences or [""]
-    n = len(lines)
+
+
+def steering(model, tokenizer, request: TranslationRequest, lines: list[str]) -> tuple:
+    """What steers the search of `lines` (the request's, or its document's sentences): each line's
+    prefix pieces, its terms as given (its glossary's included) and as pieces (case variants too),
+    each tokenized once and checked against the others and the room the output has."""
+    options, n = request.options, len(lines)
     forced = _prefixes(model, tokenizer, request, n)
     if request.per_line is not None and len(request.per_line) != n:
         raise FieldError(
@@ -68,12 +42,7 @@ def plan(model, tokenizer, request: TranslationRequest, prepare=None) -> Plan:
         banked = _banked(tokenizer, terms, request.avoid_exact, options.beam, room)
         _fits(forced, banked, room)
     _no_repeats(banked, options.no_repeat_ngram)
-    if request.case == "auto":
-        read, cases = folded(lines)
-    else:
-        read, cases = list(lines), [AS_IS] * n
-    ids, cut = fit_sources(model, tokenizer.encode(read))
-    return Plan(request, read, cases, ids, searchable(read, ids), sum(cut), forced, terms, banked, document)
+    return forced, terms, banked
 
 
 def _check_counts(request: TranslationRequest) -> None:
