@@ -18,7 +18,7 @@ from torch import Tensor
 from seq2seq.data.batch import pad
 from seq2seq.data.special import BOS_ID, UNK_ID
 from seq2seq.data.tokenizer import is_blank
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import FieldError
 
 
 @dataclass
@@ -66,25 +66,33 @@ def prefill(model, cache, prefix: Prefix, scores: Tensor) -> tuple[Tensor, Tenso
     return forced, forced[:, -1], m
 
 
-def prefix_ids(tokenizer, prefixes: list[str] | None, lines: int, limit: int) -> list[list[int]]:
-    """Each line's prefix as pieces ([] for none or a blank one): a one-line error for a prefix
-    count other than the lines', a piece the vocabulary lacks, or more pieces than the model can
-    put out (`limit`)."""
+def prefix_ids(
+    tokenizer, prefixes: list[str] | None, lines: int, limit: int, max_len: int | None = None
+) -> list[list[int]]:
+    """Each line's prefix as pieces ([] for none or a blank one), checked here and nowhere else: a
+    one-line error naming the fields for a prefix count other than the lines', a piece the
+    vocabulary lacks, or more pieces than the model can put out (`limit`) or `max_len` allows."""
     if prefixes is None:
         return [[] for _ in range(lines)]
     if len(prefixes) != lines:
-        raise Seq2SeqError(f"{lines} lines but {len(prefixes)} prefixes; give one prefix a line")
+        raise FieldError("prefixes", f"{lines} lines but {len(prefixes)} prefixes; give one prefix a line")
     ids = [
         [] if is_blank(p) else row
         for p, row in zip(prefixes, tokenizer.encode(prefixes, "target"), strict=True)
     ]
     for number, (text, row) in enumerate(zip(prefixes, ids, strict=True), start=1):
         if UNK_ID in row:
-            raise Seq2SeqError(
-                f"prefix {number} ({text[:40]!r}) holds characters the tokenizer has no piece for"
+            raise FieldError(
+                "prefixes", f"prefix {number} ({text[:40]!r}) holds characters the tokenizer has no piece for"
             )
         if len(row) > limit:
-            raise Seq2SeqError(
-                f"prefix {number} has {len(row)} pieces, above the model's longest output ({limit})"
+            raise FieldError(
+                "prefixes",
+                f"prefix {number} has {len(row)} pieces, above the model's longest output ({limit})",
+            )
+        if max_len is not None and len(row) > max_len:
+            raise FieldError(
+                ("prefixes", "max_len"),
+                f"prefix {number} is longer than max-len {max_len}: raise it, or shorten it",
             )
     return ids

@@ -80,9 +80,7 @@ def translate(
         raise Seq2SeqError("a beam trace records beam search; sampling has no beam to record")
     if constraints is not None:
         options.check_terms()
-    forced = prefix_ids(tokenizer, prefixes, len(lines), output_limit(model))
-    if options.max_len is not None and max(map(len, forced), default=0) > options.max_len:
-        raise Seq2SeqError(f"a prefix is longer than max-len {options.max_len}: raise it, or shorten it")
+    forced = prefix_ids(tokenizer, prefixes, len(lines), output_limit(model), options.max_len)
     banked = constraint_ids(tokenizer, constraints, len(lines), options.beam, output_room(model, options))
     ids, truncated = source_ids(model, tokenizer, lines)
     return decode(model, tokenizer, ids, searchable(lines, ids), options, forced, trace, banked, truncated)

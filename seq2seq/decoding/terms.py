@@ -16,7 +16,7 @@ import torch
 
 from seq2seq.data.special import UNK_ID
 from seq2seq.decoding.constraints import LineConstraints, Phrase
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import FieldError, Seq2SeqError
 
 
 @dataclass(frozen=True)
@@ -30,33 +30,39 @@ class Terms:
 def constraint_ids(
     tokenizer, terms: list[Terms] | None, lines: int, beam: int, limit: int, encoded: dict | None = None
 ) -> list[LineConstraints | None]:
-    """Each line's constraints as target pieces (None for none): a one-line error for a count other
-    than the lines', a term the tokenizer cannot spell, phrases that need more output than
-    `limit` or more banks than the beam has, or a phrase to include that holds one to avoid.
+    """Each line's constraints as target pieces (None for none), checked here and nowhere else: a
+    one-line error naming the fields for a count other than the lines', a term the tokenizer cannot
+    spell, phrases that need more output than `limit` or more banks than the beam has, or a phrase
+    to include that holds one to avoid.
     `encoded`: text -> pieces, each term tokenized once however many lines hold it (`term_ids`)."""
     if terms is None:
         return [None] * lines
     if len(terms) != lines:
-        raise Seq2SeqError(f"{lines} lines but {len(terms)} lines of constraints; give one a line")
+        raise FieldError("per_line", f"{lines} lines but {len(terms)} lines of constraints; give one a line")
     out: list[LineConstraints | None] = []
     joins, encoded = word_joins(tokenizer), {} if encoded is None else encoded
     for number, line in enumerate(terms, start=1):
-        include = _phrases(tokenizer, line.include, number, encoded)
-        avoid = _phrases(tokenizer, line.avoid, number, encoded)
+        include = _phrases(tokenizer, line.include, number, encoded, "include")
+        avoid = _phrases(tokenizer, line.avoid, number, encoded, "avoid")
         include = _outermost(include)
         if len(include) >= beam:
-            raise Seq2SeqError(
+            raise FieldError(
+                ("include", "beam"),
                 f"line {number} has {len(include)} constraints; a beam of {beam} holds at most {beam - 1}: "
-                "raise the beam"
+                "raise the beam",
             )
         for (text, phrase), (bad, banned) in ((a, b) for a in include.items() for b in avoid.items()):
             if holds(phrase, banned):
-                raise Seq2SeqError(f"line {number}: the constraint {text!r} holds {bad!r}, a term to avoid")
+                raise FieldError(
+                    ("include", "avoid"),
+                    f"line {number}: the constraint {text!r} holds {bad!r}, a term to avoid",
+                )
         found = LineConstraints(tuple(include.values()), tuple(avoid.values()), joins)
         if found.pieces > limit:
-            raise Seq2SeqError(
+            raise FieldError(
+                ("include", "max_len"),
                 f"line {number}'s constraints take {found.pieces} pieces, above the longest output "
-                f"({limit}; see max-len)"
+                f"({limit}; see max-len)",
             )
         out.append(found if include or avoid else None)
     return out
@@ -101,7 +107,7 @@ def term_ids(tokenizer, text: str, encoded: dict | None = None) -> Phrase:
     return encoded[text]
 
 
-def _phrases(tokenizer, texts: tuple[str, ...], number: int, encoded: dict) -> dict[str, Phrase]:
+def _phrases(tokenizer, texts: tuple[str, ...], number: int, encoded: dict, field: str) -> dict[str, Phrase]:
     """text -> its target pieces, each phrase once."""
     phrases: dict[str, Phrase] = {}
     seen: set[Phrase] = set()
@@ -109,7 +115,7 @@ def _phrases(tokenizer, texts: tuple[str, ...], number: int, encoded: dict) -> d
         ids = term_ids(tokenizer, text, encoded)
         if not ids or UNK_ID in ids:
             why = "is blank" if not ids else "holds characters the tokenizer has no piece for"
-            raise Seq2SeqError(f"line {number}: the constraint {text[:40]!r} {why}")
+            raise FieldError(field, f"line {number}: the constraint {text[:40]!r} {why}")
         if ids not in seen:
             phrases[text] = ids
             seen.add(ids)

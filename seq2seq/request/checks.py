@@ -94,16 +94,7 @@ def _check_request(model, request: TranslationRequest) -> None:
 def _prefixes(model, tokenizer, request: TranslationRequest, n: int) -> list[list[int]] | None:
     if request.prefixes is None:
         return None
-    try:
-        forced = prefix_ids(tokenizer, request.prefixes, n, output_limit(model))
-    except Seq2SeqError as e:
-        raise FieldError("prefixes", str(e)) from None
-    most = request.options.max_len
-    if most is not None and max(map(len, forced), default=0) > most:
-        raise FieldError(
-            ("prefixes", "max_len"), f"a prefix is longer than max-len {most}: raise it, or shorten it"
-        )
-    return forced
+    return prefix_ids(tokenizer, request.prefixes, n, output_limit(model), request.options.max_len)
 
 
 def variants(term: str) -> tuple[str, ...]:
@@ -117,10 +108,7 @@ def _banked(tokenizer, terms: list[Terms], exact: bool, beam: int, room: int) ->
     encoded: dict = {}  # text -> pieces: every term tokenized once in the request
     if not exact:
         terms = [Terms(t.include, _with_variants(tokenizer, t, encoded)) for t in terms]
-    try:
-        return constraint_ids(tokenizer, terms, len(terms), beam, room, encoded)
-    except Seq2SeqError as e:
-        raise FieldError(("include", "avoid"), str(e)) from None
+    return constraint_ids(tokenizer, terms, len(terms), beam, room, encoded)
 
 
 def _with_variants(tokenizer, terms: Terms, encoded: dict) -> tuple[str, ...]:
