@@ -260,7 +260,7 @@ def test_a_glossary_line_asking_more_terms_than_the_beam_holds_is_refused_before
         "translate", "--run", run, "--beam", "3", "--glossary", tmp_path / "g.tsv", "--input",
         tmp_path / "in.txt", "--output", tmp_path / "out.txt",
     )  # fmt: skip
-    assert said.code == 2 and "input line 601 holds 3 glossary terms" in said.err, said.err
+    assert said.code == 2 and "line 601 holds 3 glossary terms" in said.err, said.err
     assert (
         list(tmp_path.iterdir()) == [tmp_path / "g.tsv", tmp_path / "in.txt"]
         or not (tmp_path / "out.txt").exists()

@@ -38,6 +38,7 @@ def steering(model, tokenizer, request: TranslationRequest, lines: list[str]) ->
             options.check_terms()
         except Seq2SeqError as e:
             raise FieldError(("include", "avoid", "beam"), str(e)) from None
+        _glossary_fits(request, lines)
         room = output_room(model, options)
         banked = _banked(tokenizer, terms, request.avoid_exact, options.beam, room)
         _fits(forced, banked, room)
@@ -89,6 +90,22 @@ def _check_request(model, request: TranslationRequest) -> None:
         given = tuple(name for name, value in steering.items() if value)
         if given or len(request.lines) != 1:
             raise FieldError(given or ("lines",), "goes with lines; a document is one text, translated whole")
+
+
+def _glossary_fits(request: TranslationRequest, lines: list[str]) -> None:
+    """A line whose glossary terms, with the other terms to include, need more rows than the beam
+    has (a beam holds one fewer than its size), said in the glossary's words."""
+    if request.glossary is None:
+        return
+    beam, own = request.options.beam, request.per_line
+    for number, line in enumerate(lines, start=1):
+        most = beam - 1 - len(request.include) - (len(own[number - 1].include) if own else 0)
+        if (found := len(request.glossary.terms(line))) > most:
+            raise FieldError(
+                ("glossary", "beam"),
+                f"line {number} holds {found} glossary terms; with the other terms a beam of {beam} "
+                f"holds at most {most}: raise the beam",
+            )
 
 
 def _prefixes(model, tokenizer, request: TranslationRequest, n: int) -> list[list[int]] | None:

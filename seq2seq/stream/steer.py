@@ -55,29 +55,24 @@ class Terms:
         self.given = bool(self.include or self.avoid or self.per_line is not None or self.glossary)
 
     def check(self, translator, options, texts: list[str] | None, policy: dict) -> None:
-        """What can be checked before any line is translated (`texts`: the input's lines, when it
-        is read whole), by the request's one check: every term of the file and the command line,
-        each glossary term beside them, and how many terms each input line's glossary matches
-        ask for (a beam holds one fewer than its size)."""
-        from seq2seq.decoding.terms import Terms as LineTerms
+        """What can be checked before any line is translated, by the request's one check: the
+        input's lines (`texts`, when it is read whole) with every term of the file, the command
+        line and the glossary (else every term on blank lines), then each glossary term beside
+        them, used or not."""
         from seq2seq.request.request import TranslationRequest
 
         if not self.given:
             return
         if self.per_line is not None:
             check_count(self.per_line, len(texts), self.path, "constraints_file")
-        if self.glossary is not None and texts is not None:
-            most = options.beam - 1 - len(self.include)
-            for number, line in enumerate(texts, start=1):
-                if (found := len(self.glossary.terms(line))) > most:
-                    raise FieldError(
-                        ("glossary", "beam"),
-                        f"input line {number} holds {found} glossary terms; with the other terms a "
-                        f"beam of {options.beam} holds at most {most}: raise the beam",
-                    )
-        every = self.per_line or [LineTerms()]
-        blank = [""] * len(every)
-        translator.check(TranslationRequest(blank, options, None, self.include, self.avoid, every, **policy))
+        if texts is None:  # read as it comes: the terms alone, on blank lines
+            lines, glossary = [""] * (len(self.per_line) if self.per_line else 1), None
+        else:
+            lines, glossary = texts, self.glossary
+        own = self.per_line
+        translator.check(
+            TranslationRequest(lines, options, None, self.include, self.avoid, own, glossary, **policy)
+        )
         for _, target in self.glossary.entries if self.glossary else ():
             asked = TranslationRequest([""], options, None, (*self.include, target), self.avoid, **policy)
             translator.check(asked)
