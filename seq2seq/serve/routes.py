@@ -49,13 +49,14 @@ class Served:
     calibration: Calibration  # when the trust flags are raised (the run's, else the package's)
 
     def options(self, request: DecodeFields) -> DecodeOptions:
-        """The request's decode options, checked as the library checks them, within this server's
-        beam; then the request admitted by its weight (its lines x beam) before any line of it is
-        checked or tokenized: a refusal costs the parse alone."""
+        """The request's decode options, built once (their ranges checked as they are built, the
+        rest by the request's one check), within this server's beam; then the request admitted by
+        its weight (its lines x beam) before any line of it is checked or tokenized: a refusal
+        costs the parse alone."""
         asked = chosen(request.model_dump(include=set(SERVED)), request.greedy, self.beam)
         if asked.beam > self.limits["max_beam"]:
-            raise Seq2SeqError(f"beam {asked.beam} is above this server's limit of {self.limits['max_beam']}")
-        asked.check_for(self.model.cfg.vocab_size, output_limit(self.model))
+            most = self.limits["max_beam"]
+            raise FieldError("beam", f"{asked.beam} is above this server's limit of {most}")
         lines = len(request.text) if isinstance(request.text, list) else 1
         admit(self.batcher, lines * asked.rows, self.limits["max_queue"])
         return asked
