@@ -236,6 +236,35 @@ def test_markup_is_placed_around_the_aligned_words_by_its_rules():
     assert lost.text == "une voiture<b><i></i></b><br>" and lost.unplaced == 2
 
 
+def tagged_run(words: list[str], first: int, last: int) -> Run:
+    """`words` joined by spaces, words first..last (inclusive) inside <b>."""
+    run = Run()
+    for k, word in enumerate(words):
+        if k == first:
+            run.opening("<b>")
+        run.add(word)
+        if k == last:
+            run.closing("</b>")
+        run.add(" " if k < len(words) - 1 else "")
+    return run
+
+
+def test_an_opening_takes_the_unaligned_words_before_its_first_word_unless_that_word_is_copied():
+    run = tagged_run(["loading", "cotton", "onto", "a", "truck"], 1, 1)
+    spans = [(0, len(run.text))]
+    # "du" is aligned to no source word: the article before its noun goes inside the tag
+    links = [{(0, 0), (1, 2), (2, 3), (3, 4), (4, 5)}]
+    placed = place(run, spans, ["chargeant du coton dans un camion"], links)
+    assert placed.text == "chargeant <b>du coton</b> dans un camion"
+    # a word with no letter or digit is not taken, nor a word aligned to another source word
+    placed = place(run, spans, ["chargeant « coton dans un camion"], links)
+    assert placed.text == "chargeant « <b>coton</b> dans un camion"
+    # the first word copies its source word: the tag stands where the source had it
+    run = tagged_run(["in", "Paris", "today"], 1, 1)
+    placed = place(run, [(0, len(run.text))], ["aujourd'hui à Paris"], [{(1, 2), (2, 0)}])
+    assert placed.text == "aujourd'hui à <b>Paris</b>"
+
+
 @pytest.mark.parametrize(
     "name, text, words",
     [

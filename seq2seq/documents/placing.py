@@ -1,7 +1,10 @@
 """A run's translation written with its markup (markup.py's Run): each sentence's translation in
 its place, what lies between sentences as the source has it, and every tag placed by these rules:
 - A pair encloses the source words its characters touch (a tag inside a word takes the word). It
-  opens before the first and closes after the last target word aligned to any of them.
+  opens before the first and closes after the last target word aligned to any of them; the
+  opening moves left over target words with a letter or digit that no source word is aligned to
+  (an article or a preposition before its noun that the alignment left out), unless the first
+  word copies its source word.
 - An atom, or a pair around no word, goes after the target words aligned to the source word
   before it (before those of the word after it, at the start of a sentence).
 - A pair nested in another in the source stays inside it in the target: its target words are
@@ -57,6 +60,7 @@ class _Target:
         self.words: list[list[tuple[int, int]]] = []  # per sentence: (start, end) of its target words
         self.exact: list[dict[int, int]] = []  # per sentence: target word -> source word it copies
         self.ends: list[int] = []  # per sentence: where its translation ends
+        self.lettered: list[list[bool]] = []  # per sentence: whether each target word has a letter or digit
 
     def copy(self, a: int, b: int) -> None:
         """Source characters [a, b) written as the source spelled them."""
@@ -84,6 +88,7 @@ class _Target:
             at = d
         self._gap(target, at, len(target), self._source_gap(source, span, exact, len(words), len(words)))
         self.words.append([(start + c, start + d) for c, d in words])
+        self.lettered.append([any(char.isalnum() for char in target[c:d]) for c, d in words])
         self.exact.append(exact)
         self.ends.append(len(self.written))
 
@@ -148,10 +153,12 @@ class _Tags:
         self.ends = [w[1] for w in self.flat]
         self.sentence_starts = [a for a, _ in sentences]
         self.targets = [{} for _ in sources]  # per sentence: source word -> its target words
+        self.aligned: list[set[int]] = [set() for _ in sources]  # per sentence: target words with a link
         for s, pairs in enumerate(links):
             for i, j in pairs:
                 if i < len(sources[s]) and j < len(target.words[s]):
                     self.targets[s].setdefault(i, []).append(j)
+                    self.aligned[s].add(j)
         self.spans: list[tuple | None] = []
 
     def placed(self) -> tuple[list[tuple[int, tuple, str]], int]:
@@ -194,13 +201,23 @@ class _Tags:
         aligned = [(s, j) for _, _, s, i in touched for j in self.targets[s].get(i, ())]
         if not aligned:
             return None
-        span = (min(aligned), max(aligned))
+        (s0, j0), last = min(aligned), max(aligned)
+        span = ((s0, self._widened(s0, j0)), last)
         parent = self.spans[pair.parent] if pair.parent is not None else None
         if parent is not None:
             (start, end), (low, high) = span, parent
             start = min(max(start, low), high)
             span = (start, max(min(end, high), start))
         return span
+
+    def _widened(self, s: int, j: int) -> int:
+        """A pair's first target word j of sentence s, moved left over the words with a letter or
+        digit that no source word is aligned to; word j itself where it copies a source word."""
+        if j in self.target.exact[s]:
+            return j
+        while j > 0 and j - 1 not in self.aligned[s] and self.target.lettered[s][j - 1]:
+            j -= 1
+        return j
 
     def _exact(self, s: int, j: int, word, o: int, opening: bool) -> int | None:
         """Where a pair's boundary at source offset o goes when target word (s, j) copies the
