@@ -67,26 +67,28 @@ def _native_bf16() -> bool:
 
 @torch.inference_mode()
 def _measure_cpu() -> float:
-    """fp32 time over bf16 time of the GEMM, best of 3 each after a warm-up."""
+    """fp32 time over bf16 time of the GEMM (`speedup`)."""
     rows, d, v = GEMM
     generator = torch.Generator().manual_seed(0)
     x, w = torch.randn(rows, d, generator=generator), torch.randn(v, d, generator=generator)
 
     xb, wb = x.bfloat16(), w.bfloat16()
-    fp32 = best_time(lambda: torch.nn.functional.linear(x, w), repeats=3)
-    return fp32 / best_time(lambda: torch.nn.functional.linear(xb, wb), repeats=3)
+    return speedup(lambda: torch.nn.functional.linear(x, w), lambda: torch.nn.functional.linear(xb, wb), 3)
 
 
-def best_time(run, repeats: int = 5) -> float:
-    """The shortest of `repeats` timed calls after one warm-up: the figure least disturbed by
-    whatever else the machine is doing, which is what a choice made at start-up needs."""
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def speedup(baseline, candidate, rounds: int = 7) -> float:
+    """How many times faster `candidate` runs than `baseline`: each warmed up once, then timed in
+    turn (A B A B ...) and the shortest call of each kept. The figure least disturbed by whatever
+    else the machine is doing, which is what a choice made at start-up needs: a disturbance that
+    lasts several calls slows both sides, not one side's every call."""
+    baseline(), candidate()
+    best = [float("inf"), float("inf")]
+    for _ in range(rounds):
+        for k, run in enumerate((baseline, candidate)):
+            start = time.perf_counter()
+            run()
+            best[k] = min(best[k], time.perf_counter() - start)
+    return best[0] / best[1]
 
 
 def autocast(device: torch.device, wanted: bool) -> torch.autocast:

@@ -72,3 +72,11 @@ def test_under_torchrun_every_rank_takes_rank_0s_measurement(measured):
 def test_the_real_measurement_is_a_ratio_of_times():
     speedup = device._measure_cpu() if device._native_bf16() else 1.0
     assert speedup > 0 and math.isfinite(speedup)
+
+
+def test_a_speedup_times_the_two_in_turn_and_keeps_each_ones_shortest_call():
+    """A choice made at start-up times both sides alternately (a warm-up each, then A B A B), so a
+    disturbance that lasts a few calls slows both; the ratio is of each side's shortest call."""
+    calls = []
+    ratio = device.speedup(lambda: calls.append("plain"), lambda: calls.append("packed"), rounds=3)
+    assert calls == ["plain", "packed"] * 4 and ratio > 0

@@ -3,5 +3,5 @@
 GEMMs for fp32 decoding on the CPU, and the dropout whose mask is cheap there.
 
 May import: `seq2seq.data.special` (the fixed piece ids), `seq2seq.errors`, `seq2seq.fields` (typed
-configs from JSON), `seq2seq.device` (`best_time`, which times whether packing pays). Nothing
+configs from JSON), `seq2seq.device` (`speedup`, which times whether packing pays). Nothing
 downstream."""

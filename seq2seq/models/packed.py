@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seq2seq.device import best_time
+from seq2seq.device import speedup
 
 MIN_SPEEDUP = 1.15  # below this a measured gain is within the noise of a shared machine
 # oneDNN's cache of primitives and ideep's (PyTorch's layer over oneDNN, one per thread) of the
@@ -113,6 +113,4 @@ def packing_speedup(rows: int = 64, d_model: int = 256, vocab: int = 8000) -> fl
     with torch.inference_mode():
         x, weight = torch.randn(rows, d_model), torch.randn(vocab, d_model)
         layer = PackedLinear(weight, None)
-        plain = best_time(lambda: F.linear(x, weight))
-        packed = best_time(lambda: layer(x))
-    return plain / packed
+        return speedup(lambda: F.linear(x, weight), lambda: layer(x))
