@@ -9,20 +9,17 @@ Every output is forced to a length, so both sides take the same number of steps;
 the slope of wall time against length (forced to --forced-len and to twice that, the median of
 --repeats each), so the encoder and the set-up are not in it. Ours also goes through PyTorch's
 profiler (one pass at --forced-len, the self time of each operator, grouped: GEMMs against the
-rest). The engine runs in a process of its own, as scripts/engine_worker.py runs it; its wheel is
-built without its profiler, so its step is timed whole.
+rest). The engine runs in a process of its own (scripts/engine_worker.py, as bench_decode runs
+it); its wheel is built without its profiler, so its step is timed whole.
 """
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import torch
 
-from scripts.common import REPO, cpu, length_sorted_batches, median_time
+from scripts.common import cpu, length_sorted_batches, median_time, time_ctranslate2
 from seq2seq.data.batch import pad
 from seq2seq.data.corpus import load_pairs
 from seq2seq.data.special import EOS_ID
@@ -34,24 +31,6 @@ from seq2seq.runs.load import load_run
 
 OURS_GEMM = ("linear", "addmm", "aten::mm", "mkldnn", "quantized::", "fbgemm")
 ENGINE_GEMM = ("Gemm", "gemm", "Dense")
-
-ENGINE = r"""
-import json, sys, time, statistics, ctranslate2
-r = json.load(sys.stdin)
-t = ctranslate2.Translator(r["model"], device="cpu", intra_threads=r["threads"],
-                           compute_type=r["compute_type"])
-times = []
-for steps in r["lengths"]:
-    opts = dict(beam_size=r["beam"], min_decoding_length=steps, max_decoding_length=steps)
-    t.translate_batch(r["pieces"][:2], **opts)
-    runs = []
-    for _ in range(r["repeats"]):
-        start = time.perf_counter()
-        t.translate_batch(r["pieces"], max_batch_size=r["batch"], **opts)
-        runs.append(time.perf_counter() - start)
-    times.append(statistics.median(runs))
-print(json.dumps(times))
-"""
 
 
 def group(rows: list[tuple[str, float]], gemm: tuple[str, ...]) -> dict[str, float]:
@@ -86,14 +65,10 @@ def ours(model, sources, beam: int, steps: int, args) -> tuple[float, float, lis
 
 
 def engine(folder: Path, compute_type: str, pieces, beam: int, steps: int, args) -> float:
-    """Seconds a step of the engine (the slope)."""
-    request = {"model": str(folder), "compute_type": compute_type, "threads": args.threads, "beam": beam,
-               "lengths": [steps, 2 * steps], "batch": args.batch_size, "pieces": pieces,
-               "repeats": args.repeats}  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", ENGINE], input=json.dumps(request), capture_output=True,
-                          text=True, cwd=REPO, check=True)  # fmt: skip
-    times = json.loads(done.stdout.splitlines()[-1])
-    return (times[1] - times[0]) / (-(-len(pieces) // args.batch_size) * steps)
+    """Seconds a step of the engine (the slope), timed by scripts/engine_worker.py."""
+    jobs = [{"beam": beam, "min_decoding_length": n, "max_decoding_length": n} for n in (steps, 2 * steps)]
+    (short, _), (long, _) = time_ctranslate2(folder, compute_type, pieces, jobs, args)
+    return (long - short) / (-(-len(pieces) // args.batch_size) * steps)
 
 
 def main() -> None:
