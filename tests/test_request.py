@@ -267,23 +267,38 @@ def test_a_glossary_line_asking_more_terms_than_the_beam_holds_is_refused_before
     )
 
 
+class Counting:
+    """A run's tokenizer that tells `seen` the texts of `side` it is asked to encode."""
+
+    def __init__(self, tokenizer, side: str, seen):
+        self.tokenizer, self.side, self.seen = tokenizer, side, seen
+
+    def __getattr__(self, name):
+        return getattr(self.tokenizer, name)
+
+    def encode(self, texts, side="source"):
+        if side == self.side:
+            self.seen(texts)
+        return self.tokenizer.encode(texts, side)
+
+
 def test_every_term_is_tokenized_once_a_request(loaded):
     from collections import Counter
 
     model, tokenizer = loaded
     asked = Counter()
-
-    class Counting:
-        """The run's tokenizer, counting the target texts it is asked to encode."""
-
-        def __getattr__(self, name):
-            return getattr(tokenizer, name)
-
-        def encode(self, texts, side="source"):
-            if side == "target":
-                asked.update(texts)
-            return tokenizer.encode(texts, side)
-
     request = TranslationRequest(LINES, DecodeOptions(beam=3), include=("chien",), avoid=("un",))
-    checked = Translator(model, Counting()).check(request)
+    checked = Translator(model, Counting(tokenizer, "target", asked.update)).check(request)
     assert len(checked.banked) == 40 and asked["chien"] == asked["un"] == 1 and max(asked.values()) == 1
+
+
+def test_a_whole_input_is_refused_or_passed_without_its_sources_read(loaded):
+    """translate's check before its first group runs the request's refusals alone: terms are
+    tokenized, no source line is (each group reads its own)."""
+    model, tokenizer = loaded
+    sources = []
+    translator = Translator(model, Counting(tokenizer, "source", sources.extend))
+    translator.refuse(TranslationRequest(LINES, DecodeOptions(beam=3), include=("chien",)))
+    assert sources == []
+    with pytest.raises(FieldError, match="holds at most 2"):
+        translator.refuse(TranslationRequest(LINES, DecodeOptions(beam=3), include=("chien", "chat", "rue")))

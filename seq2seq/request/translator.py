@@ -103,6 +103,12 @@ class Translator:
         todo = searchable(read, ids)
         return Plan(request, read, cases, ids, todo, sum(cut), forced, terms, banked, document)
 
+    def refuse(self, request: TranslationRequest) -> None:
+        """The request's refusals alone (checks.py), its lines read for nothing else: what the
+        command line checks of a whole input before its first group is translated (lines only)."""
+        check_fields(self.model, request)
+        steering(self.model, self.tokenizer, request, request.lines)
+
     def search(self, plans: list[Plan], batch_size: int | None = None, progress=None) -> list[Translations]:
         """Plans of equal options searched together (their lines in one length-sorted pass), each
         one's Translations of what the model read; `progress(n)` told as lines are done."""

@@ -43,9 +43,7 @@ class Job:
     prefixes: list[str] | None = None  # "attention": the text its translation starts with
     alternatives: int = 0  # "attention": the alternatives at each output position, that many
     trace: bool = False  # "attention": the beam's record too
-    plan: object = (
-        None  # "translate": the request checked (request/translator.py's Plan; `lines`: what it reads)
-    )
+    plan: object = None  # "translate": the request checked (a translator.py Plan; `lines`: what it reads)
     future: Future | None = None
     arrived: float = 0.0  # time.monotonic() when queued
 

@@ -70,12 +70,12 @@ class Terms:
         else:
             lines, glossary = texts, self.glossary
         own = self.per_line
-        translator.check(
+        translator.refuse(
             TranslationRequest(lines, options, None, self.include, self.avoid, own, glossary, **policy)
         )
         for _, target in self.glossary.entries if self.glossary else ():
             asked = TranslationRequest([""], options, None, (*self.include, target), self.avoid, **policy)
-            translator.check(asked)
+            translator.refuse(asked)
 
 
 class TraceFile:
